@@ -1,0 +1,193 @@
+"""The `clusterctl` command. Heavy modules (pydantic models, engines) load inside commands so --help stays instant.
+
+Exit codes: 0 success; 1 error (bad spec, failed apply); 2 `plan`: changes pending.
+"""
+
+from __future__ import annotations
+
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+app = typer.Typer(
+    name="clusterctl",
+    help="Declarative GPU training clusters: one spec -> Slurm, Ansible and Pulumi.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+_state = {"debug": False}
+
+SpecArg = typer.Argument(..., help="Cluster spec (cluster.yaml).", exists=False)
+
+
+class Format(str, Enum):
+    text = "text"
+    json = "json"
+    markdown = "markdown"
+
+
+class Preset(str, Enum):
+    lab = "lab"
+    onprem_ib = "onprem-ib"
+    aws_spot = "aws-spot"
+    hybrid = "hybrid"
+
+
+PRESET_FILES = {
+    Preset.lab: "lab.yaml",
+    Preset.onprem_ib: "onprem-64xh100-ib.yaml",
+    Preset.aws_spot: "aws-p5-spot.yaml",
+    Preset.hybrid: "hybrid-burst.yaml",
+}
+
+
+@app.callback()
+def _main(debug: bool = typer.Option(False, "--debug", help="Show tracebacks for errors.")) -> None:
+    _state["debug"] = debug
+
+
+def _load(spec: Path, fmt: Format = Format.text):
+    """Load and validate a spec; print findings; raise SpecError on errors."""
+    from clusterctl.cli_output import print_findings
+    from clusterctl.errors import SpecError
+    from clusterctl.validate import load_file
+
+    loaded = load_file(spec)
+    if loaded.findings and fmt is Format.text:
+        print_findings(loaded.findings, str(spec), stderr=True)
+    if not loaded.ok:
+        raise SpecError(f"{spec}: {len(loaded.errors)} error(s) in the spec; nothing was changed", loaded.findings)
+    return loaded.spec
+
+
+@app.command()
+def init(
+    preset: Preset = typer.Option(Preset.lab, "--preset", "-p", help="Starting point."),
+    output: Path = typer.Option(Path("cluster.yaml"), "--output", "-o", help="Where to write the spec."),
+    name: Optional[str] = typer.Option(None, "--name", help="Cluster name (default: the preset's)."),
+    force: bool = typer.Option(False, "--force", help="Overwrite an existing file."),
+) -> None:
+    """Write a starter spec from a named preset."""
+    from clusterctl.errors import ClusterctlError
+    from clusterctl.presets import preset_text
+
+    if output.exists() and not force:
+        raise ClusterctlError(f"{output} exists; pass --force to overwrite it")
+    text = preset_text(PRESET_FILES[preset], name)
+    output.write_text(text)
+    typer.echo(f"wrote {output} (preset {preset.value}); next: clusterctl validate {output}")
+
+
+@app.command()
+def validate(spec: Path = SpecArg, format: Format = typer.Option(Format.text, "--format", "-f")) -> None:
+    """Check a spec and print every problem (field path and YAML line). Exit 1 on any error."""
+    from clusterctl.cli_output import findings_json, print_findings
+    from clusterctl.validate import load_file
+
+    loaded = load_file(spec)
+    if format is Format.json:
+        sys.stdout.write(findings_json(loaded.findings, str(spec)))
+    else:
+        print_findings(loaded.findings, str(spec))
+        errors = len(loaded.errors)
+        warnings = sum(1 for f in loaded.findings if f.level.value == "warning")
+        typer.echo(f"{spec}: {'invalid' if errors else 'valid'} ({errors} error(s), {warnings} warning(s))")
+    raise typer.Exit(0 if loaded.ok else 1)
+
+
+@app.command()
+def schema(output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write to a file instead of stdout.")) -> None:
+    """Print the JSON Schema of the spec (for editor autocompletion of cluster.yaml)."""
+    from clusterctl.spec.schema import schema_json
+
+    text = schema_json()
+    if output:
+        output.write_text(text)
+    else:
+        sys.stdout.write(text)
+
+
+@app.command()
+def render(
+    spec: Path = SpecArg,
+    output: Path = typer.Option(Path("build"), "--output", "-o", help="Build directory."),
+) -> None:
+    """Render every config file the cluster runs on into a build directory (same spec, same bytes)."""
+    from clusterctl.render import render_spec
+    from clusterctl.render.write import write_build
+
+    cluster = _load(spec)
+    _, files = render_spec(cluster)
+    changed = write_build(files, output)
+    typer.echo(f"rendered {len(files)} files into {output} ({len(changed)} changed)")
+
+
+@app.command()
+def plan(
+    spec: Path = SpecArg,
+    format: Format = typer.Option(Format.text, "--format", "-f"),
+    against: Optional[Path] = typer.Option(
+        None, "--against", help="Compare with this build directory instead of the last applied build."
+    ),
+    out: Optional[Path] = typer.Option(None, "--out", help="Also save the report as JSON."),
+) -> None:
+    """Show exactly what would change and what each change costs. Exit 0: no changes, 2: changes, 1: error."""
+    from clusterctl.diff import build_report
+    from clusterctl.diff.formats import FORMATS, as_json
+    from clusterctl.render import render_spec
+    from clusterctl.render.write import read_build
+    from clusterctl.state import ClusterState
+
+    cluster = _load(spec, format)
+    _, files = render_spec(cluster)
+    old = read_build(against) if against else ClusterState(cluster.name).applied_build()
+    report = build_report(cluster.name, old, files)
+    sys.stdout.write(FORMATS[format.value](report))
+    if out:
+        out.write_text(as_json(report))
+    raise typer.Exit(2 if report.has_changes else 0)
+
+
+def main() -> None:
+    """Entry point: run the app; print clusterctl errors without tracebacks (unless --debug)."""
+    from clusterctl.errors import ClusterctlError
+
+    try:
+        # Without standalone mode click returns the code of typer.Exit instead of exiting.
+        rc = app(standalone_mode=False)
+        sys.exit(rc if isinstance(rc, int) else 0)
+    except typer.Exit as e:
+        sys.exit(e.exit_code)
+    except ClusterctlError as e:
+        _fail(str(e), getattr(e, "findings", None), e.exit_code)
+    except KeyboardInterrupt:
+        _fail("interrupted", None, 130)
+    except Exception as e:  # noqa: BLE001 - the last line of defence: no tracebacks for users
+        import click
+
+        if isinstance(e, click.exceptions.ClickException):
+            e.show()
+            sys.exit(e.exit_code)
+        if isinstance(e, click.exceptions.Abort):
+            _fail("aborted", None, 1)
+        _fail(f"internal error: {type(e).__name__}: {e} (rerun with --debug for the traceback)", None, 1)
+
+
+def _fail(message: str, findings, code: int) -> None:
+    from clusterctl.cli_output import console
+
+    if _state["debug"]:
+        import traceback
+
+        traceback.print_exc()
+    console(stderr=True).print(f"[bold red]error:[/] {message}", markup=True, highlight=False)
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    main()

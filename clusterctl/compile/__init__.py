@@ -1,0 +1,80 @@
+"""compile: ClusterSpec -> ClusterPlan. Pure: no I/O, same spec in, same plan out."""
+
+from __future__ import annotations
+
+import re
+
+from clusterctl.compile.model import ClusterPlan, Lab, PoolPlan, SlurmSettings
+from clusterctl.compile.nccl import nccl_env
+from clusterctl.compile.nodes import controller_node, lab_prefix_len, pool_nodes
+from clusterctl.compile.partitions import partitions
+from clusterctl.compile.storage import fsx_filesystems, health, local_cache, mounts
+from clusterctl.compile.topology import assign_leaves
+from clusterctl.spec import effective as eff
+from clusterctl.spec.cluster import ClusterSpec
+from clusterctl.spec.pools import AwsPool
+
+__all__ = ["ClusterPlan", "compile_plan"]
+
+
+def compile_plan(spec: ClusterSpec, addresses: dict[str, str] | None = None) -> ClusterPlan:
+    """Decide every concrete fact of the cluster. `addresses` maps cloud node names to addresses once they exist."""
+    nodes, switches = assign_leaves(spec, pool_nodes(spec, addresses))
+    all_mounts = mounts(spec)
+    cache = local_cache(spec)
+    slurm = spec.scheduler.slurm
+    has_local = any(p.provider == "local" for p in spec.pools) or spec.controller.provider == "local"
+    major, minor = (int(x) for x in re.match(r"(\d+)\.(\d+)", spec.software.slurm).groups())
+    return ClusterPlan(
+        name=spec.name,
+        controller=controller_node(spec),
+        nodes=tuple(nodes),
+        pools=tuple(_pool_plan(spec, p, nodes, all_mounts, cache) for p in spec.pools),
+        partitions=partitions(spec, nodes),
+        switches=switches,
+        mounts=all_mounts,
+        local_cache=cache,
+        checkpoints=spec.storage.checkpoints.model_dump() if spec.storage.checkpoints else None,
+        fsx=fsx_filesystems(spec),
+        slurm=SlurmSettings(
+            version=(major, minor),
+            preemption=slurm.preemption.enabled and any(p.preemptible for p in slurm.partitions),
+            preempt_mode=slurm.preemption.mode.upper(),
+            accounting=slurm.accounting.enabled,
+            accounting_host=slurm.accounting.storage_host,
+            health_check_interval=slurm.health_check_interval_seconds,
+            suspend_time=slurm.burst.suspend_time_seconds,
+            resume_timeout=slurm.burst.resume_timeout_seconds,
+            burst_partitions=tuple(t.partition for t in slurm.burst.targets),
+        ),
+        software=spec.software.model_dump(),
+        monitoring=spec.monitoring.model_dump(),
+        lab=Lab(spec.lab.subnet, eff.lab_gateway(spec), lab_prefix_len(spec)) if has_local else None,
+    )
+
+
+def _pool_plan(spec, pool, nodes, all_mounts, cache) -> PoolPlan:
+    fab, _ = eff.fabric(spec, pool)
+    aws = isinstance(pool, AwsPool)
+    return PoolPlan(
+        name=pool.name,
+        provider=pool.provider,
+        nodes=tuple(n.name for n in nodes if n.pool == pool.name),
+        gpus_per_node=eff.gpus_per_node(pool),
+        gpu_model=eff.gpu_key(pool),
+        fabric=fab.type,
+        fabric_speed=fab.speed,
+        rails=fab.rails or (eff.gpus_per_node(pool) if fab.type in ("infiniband", "roce") else 0),
+        rail_optimized=fab.rail_optimized,
+        nccl_env=nccl_env(spec, pool),
+        health=health(spec, pool, all_mounts, cache),
+        elastic=aws and pool.elastic,
+        instance_type=pool.instance_type if aws else None,
+        region=pool.region if aws else None,
+        availability_zones=tuple(pool.availability_zones) if aws else (),
+        market=pool.market if aws else None,
+        capacity_reservation_id=pool.capacity_reservation_id if aws else None,
+        static_count=eff.static_nodes(pool),
+        max_count=eff.max_nodes(pool),
+        ami=pool.ami if aws else None,
+    )

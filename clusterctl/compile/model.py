@@ -1,0 +1,173 @@
+"""ClusterPlan: what the compiler decided, as plain immutable data. Renderers and engines only read it."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+
+@dataclass(frozen=True)
+class SshTarget:
+    user: str = "root"
+    port: int = 22
+    jump_host: str | None = None
+    become: bool = False
+    private_key_file: str | None = None
+
+
+@dataclass(frozen=True)
+class Node:
+    name: str
+    pool: str | None  # None for the controller
+    provider: str  # local | onprem | aws
+    role: str  # controller | compute
+    address: str | None  # None: known only once the cloud instance exists
+    gpus: int = 0
+    gpu_model: str | None = None  # catalog key, e.g. h100-sxm
+    gres_type: str | None = None  # Slurm GRES type, e.g. h100
+    cpus: int = 1
+    memory_mb: int | None = None
+    features: tuple[str, ...] = ()
+    cloud: bool = False  # Slurm State=CLOUD: powered up on demand (elastic pools above min)
+    leaf: str | None = None  # leaf switch (topology.conf)
+    instance_type: str | None = None  # aws nodes
+    ssh: SshTarget = field(default_factory=SshTarget)
+
+
+@dataclass(frozen=True)
+class Mount:
+    kind: str  # lustre | fsx-lustre | nfs
+    source: str  # what `mount` takes, e.g. 10.0.0.1@o2ib:/atlas or server:/export
+    mount_point: str
+    options: str
+    pools: tuple[str, ...]
+    lnet_networks: str | None = None
+
+
+@dataclass(frozen=True)
+class Fsx:
+    """An FSx for Lustre filesystem the cloud stack creates."""
+
+    mount_point: str
+    deployment_type: str
+    storage_capacity_gib: int
+    per_unit_storage_throughput: int | None
+    s3_bucket: str | None
+    import_path: str | None
+    export_path: str | None
+
+
+@dataclass(frozen=True)
+class LocalCache:
+    devices: tuple[str, ...] | None  # None = auto-detect unused NVMe namespaces
+    filesystem: str
+    mount_point: str
+    raid0: bool
+    reformat: bool
+    pools: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Health:
+    """What the node health check expects on a pool's nodes."""
+
+    gpus: int
+    ib_ports: int  # active InfiniBand/RoCE ports expected (0: not checked)
+    efa_devices: int
+    mounts: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class PoolPlan:
+    name: str
+    provider: str
+    nodes: tuple[str, ...]
+    gpus_per_node: int
+    gpu_model: str | None
+    fabric: str
+    fabric_speed: str | None
+    rails: int
+    rail_optimized: bool
+    nccl_env: tuple[tuple[str, str], ...]
+    health: Health
+    elastic: bool = False
+    instance_type: str | None = None
+    region: str | None = None
+    availability_zones: tuple[str, ...] = ()
+    market: str | None = None
+    capacity_reservation_id: str | None = None
+    static_count: int = 0
+    max_count: int = 0
+    ami: str | None = None
+
+
+@dataclass(frozen=True)
+class Partition:
+    name: str
+    nodes: tuple[str, ...]
+    default: bool
+    priority_tier: int
+    preempt_mode: str  # OFF for critical partitions, the preemption mode for preemptible ones
+    grace_time: int
+    max_time: str
+
+
+@dataclass(frozen=True)
+class Switch:
+    name: str
+    nodes: tuple[str, ...] = ()
+    switches: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SlurmSettings:
+    version: tuple[int, int]
+    preemption: bool
+    preempt_mode: str
+    accounting: bool
+    accounting_host: str | None
+    health_check_interval: int
+    suspend_time: int
+    resume_timeout: int
+    burst_partitions: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Lab:
+    subnet: str
+    gateway: str
+    prefix_len: int
+
+
+@dataclass(frozen=True)
+class ClusterPlan:
+    name: str
+    controller: Node
+    nodes: tuple[Node, ...]
+    pools: tuple[PoolPlan, ...]
+    partitions: tuple[Partition, ...]
+    switches: tuple[Switch, ...]
+    mounts: tuple[Mount, ...]
+    local_cache: LocalCache | None
+    checkpoints: dict | None
+    fsx: tuple[Fsx, ...]
+    slurm: SlurmSettings
+    software: dict
+    monitoring: dict
+    lab: Lab | None = None
+
+    def pool(self, name: str) -> PoolPlan:
+        return next(p for p in self.pools if p.name == name)
+
+    def nodes_of(self, pool: str) -> list[Node]:
+        return [n for n in self.nodes if n.pool == pool]
+
+    @property
+    def all_nodes(self) -> tuple[Node, ...]:
+        return (self.controller, *self.nodes)
+
+    @property
+    def aws_pools(self) -> tuple[PoolPlan, ...]:
+        return tuple(p for p in self.pools if p.provider == "aws")
+
+    def to_dict(self) -> dict:
+        return asdict(self)

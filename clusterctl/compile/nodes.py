@@ -1,0 +1,84 @@
+"""Concrete nodes: names, addresses, GPUs and resources for the controller and every pool."""
+
+from __future__ import annotations
+
+from ipaddress import IPv4Network
+
+from clusterctl.compile.model import Node, SshTarget
+from clusterctl.spec import effective as eff
+from clusterctl.spec.cluster import ClusterSpec
+from clusterctl.spec.pools import AwsPool, LocalPool, OnpremPool
+
+
+def ssh_target(ssh) -> SshTarget:
+    return SshTarget(ssh.user, ssh.port, ssh.jump_host, ssh.become, ssh.private_key_file)
+
+
+def controller_node(spec: ClusterSpec) -> Node:
+    c = spec.controller
+    address = c.address
+    if c.provider == "local":
+        address = eff.lab_addresses(spec)[0]
+    return Node(
+        name=eff.controller_name(spec),
+        pool=None,
+        provider=c.provider,
+        role="controller",
+        address=address,
+        instance_type=c.instance_type if c.provider == "aws" else None,
+        ssh=ssh_target(c.ssh),
+    )
+
+
+def pool_nodes(spec: ClusterSpec, addresses: dict[str, str] | None = None) -> list[Node]:
+    """Every compute node in spec order. `addresses` supplies cloud nodes' addresses once instances exist."""
+    addresses = addresses or {}
+    lab_free = iter(eff.lab_addresses(spec)[1:])
+    out: list[Node] = []
+    for pool in spec.pools:
+        common = dict(
+            pool=pool.name,
+            provider=pool.provider,
+            role="compute",
+            gpus=eff.gpus_per_node(pool),
+            gpu_model=eff.gpu_key(pool),
+            gres_type=eff.gres_type(pool),
+            cpus=eff.cpus(pool),
+            memory_mb=eff.memory_mb(pool),
+            features=features(spec, pool),
+        )
+        if isinstance(pool, LocalPool):
+            out += [Node(name=n, address=next(lab_free), **common) for n in eff.generated_names(pool)]
+        elif isinstance(pool, OnpremPool):
+            ssh = ssh_target(pool.ssh)
+            out += [Node(name=n, address=a, ssh=ssh, **common) for n, a in eff.onprem_hosts(pool)]
+        elif isinstance(pool, AwsPool):
+            static = eff.static_nodes(pool)
+            out += [
+                Node(
+                    name=n,
+                    address=addresses.get(n),
+                    cloud=i >= static,
+                    instance_type=pool.instance_type,
+                    ssh=SshTarget(user="admin", become=True),  # Debian cloud images log in as admin
+                    **common,
+                )
+                for i, n in enumerate(eff.generated_names(pool))
+            ]
+    return out
+
+
+def features(spec: ClusterSpec, pool) -> tuple[str, ...]:
+    """Slurm node features: what a job may constrain on (-C): pool, GPU, fabric, and for cloud nodes the market."""
+    fab, _ = eff.fabric(spec, pool)
+    out = [f"pool_{pool.name}", fab.type]
+    if eff.gpu_key(pool):
+        out.append(eff.gpu_key(pool))
+    if isinstance(pool, AwsPool):
+        out += [pool.instance_type, pool.market]
+    out += pool.features
+    return tuple(dict.fromkeys(out))  # keep order, drop repeats
+
+
+def lab_prefix_len(spec: ClusterSpec) -> int:
+    return IPv4Network(spec.lab.subnet).prefixlen

@@ -1,0 +1,65 @@
+"""Mounts, the local NVMe cache and health expectations: which pool gets what."""
+
+from __future__ import annotations
+
+from clusterctl.compile.model import Fsx, Health, LocalCache, Mount
+from clusterctl.spec import effective as eff
+from clusterctl.spec.cluster import ClusterSpec
+from clusterctl.spec.storage import FsxLustreFS, LustreFS, NfsFS
+
+FSX_OPTIONS = "relatime,flock"  # AWS's recommended FSx for Lustre client mount options
+
+
+def mounts(spec: ClusterSpec) -> tuple[Mount, ...]:
+    every = tuple(p.name for p in spec.pools)
+    out = []
+    for fs in spec.storage.shared:
+        pools = tuple(fs.pools) if fs.pools is not None else every
+        if isinstance(fs, LustreFS):
+            # Failover MGS NIDs are joined with ':' before the filesystem name.
+            out.append(Mount("lustre", ":".join(fs.mgs_nids) + f":/{fs.fs_name}", fs.mount_point, fs.mount_options, pools, fs.lnet_networks))
+        elif isinstance(fs, FsxLustreFS):
+            # The DNS and mount names exist only after the stack is created; the cloud engine fills them in.
+            out.append(Mount("fsx-lustre", "", fs.mount_point, FSX_OPTIONS, pools))
+        elif isinstance(fs, NfsFS):
+            out.append(Mount("nfs", f"{fs.server}:{fs.export}", fs.mount_point, fs.options, pools))
+    return tuple(out)
+
+
+def fsx_filesystems(spec: ClusterSpec) -> tuple[Fsx, ...]:
+    out = []
+    for fs in spec.storage.shared:
+        if isinstance(fs, FsxLustreFS):
+            link = fs.s3_link
+            out.append(
+                Fsx(
+                    fs.mount_point,
+                    fs.deployment_type,
+                    fs.storage_capacity_gib,
+                    fs.per_unit_storage_throughput if fs.deployment_type.startswith("PERSISTENT") else None,
+                    link.bucket if link else None,
+                    link.import_path if link else None,
+                    (link.export_path or link.import_path) if link else None,
+                )
+            )
+    return tuple(out)
+
+
+def local_cache(spec: ClusterSpec) -> LocalCache | None:
+    c = spec.storage.local_cache
+    if c is None:
+        return None
+    pools = tuple(c.pools) if c.pools is not None else tuple(p.name for p in spec.pools if eff.gpus_per_node(p) > 0)
+    devices = None if c.devices == "auto" else tuple(c.devices)
+    return LocalCache(devices, c.filesystem, c.mount_point, c.raid0, c.reformat, pools)
+
+
+def health(spec: ClusterSpec, pool, all_mounts: tuple[Mount, ...], cache: LocalCache | None) -> Health:
+    fab, _ = eff.fabric(spec, pool)
+    ib_ports = (fab.rails or eff.gpus_per_node(pool) or 1) if fab.type in ("infiniband", "roce") else 0
+    it = eff.instance_type(pool)
+    efa = sum(1 for s in it.eni_layout() if s.interface_type != "interface") if (it and fab.type == "efa") else 0
+    required = [m.mount_point for m in all_mounts if pool.name in m.pools]
+    if cache is not None and pool.name in cache.pools:
+        required.append(cache.mount_point)
+    return Health(gpus=eff.gpus_per_node(pool), ib_ports=ib_ports, efa_devices=efa, mounts=tuple(required))

@@ -1,0 +1,49 @@
+"""render: ClusterPlan -> build files (path -> text). Deterministic: the same spec gives the same bytes."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from clusterctl import __version__
+from clusterctl.compile import compile_plan
+from clusterctl.compile.model import ClusterPlan
+from clusterctl.render import layout
+from clusterctl.render.ansible import render_ansible
+from clusterctl.render.cloud import render_cloud
+from clusterctl.render.node_files import render_node_files
+from clusterctl.render.slurm import render_slurm
+from clusterctl.spec.cluster import ClusterSpec
+
+__all__ = ["render_plan", "render_spec", "to_json", "sha256"]
+
+
+def to_json(data) -> str:
+    return json.dumps(data, indent=2, sort_keys=True) + "\n"
+
+
+def sha256(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def render_plan(plan: ClusterPlan, spec: ClusterSpec) -> dict[str, str]:
+    """Every file of the build directory, the manifest included, keyed by relative path in sorted order."""
+    files: dict[str, str] = {}
+    files.update(render_slurm(plan))
+    files.update(render_ansible(plan))
+    files.update(render_node_files(plan))
+    files.update(render_cloud(plan))
+    files[layout.PLAN_JSON] = to_json(plan.to_dict())
+    files[layout.SPEC_JSON] = to_json(spec.model_dump(mode="json", by_alias=True))
+    manifest = {
+        "cluster": plan.name,
+        "clusterctl": __version__,
+        "files": {path: sha256(text) for path, text in sorted(files.items())},
+    }
+    files[layout.MANIFEST] = to_json(manifest)
+    return dict(sorted(files.items()))
+
+
+def render_spec(spec: ClusterSpec, addresses: dict[str, str] | None = None) -> tuple[ClusterPlan, dict[str, str]]:
+    plan = compile_plan(spec, addresses)
+    return plan, render_plan(plan, spec)

@@ -1,0 +1,104 @@
+"""Ansible inventory and group_vars: who is where, and every fact the roles need (roles decide nothing)."""
+
+from __future__ import annotations
+
+from clusterctl.compile.model import ClusterPlan, Node
+from clusterctl.render import layout
+from clusterctl.render.yamlout import dump_yaml
+
+
+def _host_vars(n: Node) -> dict:
+    hv: dict = {}
+    if n.address:
+        hv["ansible_host"] = n.address
+    hv["ansible_user"] = n.ssh.user
+    if n.ssh.port != 22:
+        hv["ansible_port"] = n.ssh.port
+    if n.ssh.become:
+        hv["ansible_become"] = True
+    if n.ssh.jump_host:
+        hv["ansible_ssh_common_args"] = f"-o ProxyJump={n.ssh.jump_host}"
+    if n.ssh.private_key_file:
+        hv["ansible_ssh_private_key_file"] = n.ssh.private_key_file
+    hv["clusterctl_node_provider"] = n.provider
+    return hv
+
+
+def inventory(plan: ClusterPlan) -> dict:
+    ctl = plan.controller
+    pools = {}
+    for p in plan.pools:
+        # Cloud nodes exist only while Slurm has them powered up; they configure themselves (cloud-init).
+        hosts = {n.name: _host_vars(n) for n in plan.nodes_of(p.name) if not n.cloud}
+        pools[layout.pool_group(p.name)] = {"hosts": hosts} if hosts else {}
+    return {
+        "all": {
+            "children": {
+                "slurm_controller": {"hosts": {ctl.name: _host_vars(ctl)}},
+                "compute": {"children": pools},
+            }
+        }
+    }
+
+
+def all_vars(plan: ClusterPlan) -> dict:
+    cache = plan.local_cache
+    return {
+        "clusterctl_cluster": plan.name,
+        "clusterctl_controller": plan.controller.name,
+        "clusterctl_slurm_version": "%d.%02d" % plan.slurm.version,
+        "clusterctl_software": plan.software,
+        "clusterctl_accounting": plan.slurm.accounting,
+        "clusterctl_monitoring": plan.monitoring,
+        "clusterctl_files": {
+            "slurm_conf": layout.SLURM_CONF,
+            "gres_conf": layout.GRES_CONF,
+            "cgroup_conf": layout.CGROUP_CONF,
+            "topology_conf": layout.TOPOLOGY_CONF,
+            "hosts": layout.HOSTS,
+        },
+        "clusterctl_paths": {
+            "health_program": layout.HEALTH_PROGRAM,
+            "burst_resume": layout.BURST_RESUME,
+            "burst_suspend": layout.BURST_SUSPEND,
+            "burst_resume_fail": layout.BURST_RESUME_FAIL,
+            "task_prolog": layout.TASK_PROLOG,
+            "nccl_env": layout.NODE_NCCL_ENV,
+            "health_conf": layout.NODE_HEALTH_CONF,
+        },
+        "clusterctl_mounts": [
+            {"kind": m.kind, "source": m.source, "path": m.mount_point, "options": m.options, "lnet_networks": m.lnet_networks,
+             "groups": [layout.pool_group(p) for p in m.pools]}
+            for m in plan.mounts
+        ],
+        "clusterctl_local_cache": None if cache is None else {
+            "devices": list(cache.devices) if cache.devices is not None else "auto",
+            "filesystem": cache.filesystem,
+            "path": cache.mount_point,
+            "raid0": cache.raid0,
+            "reformat": cache.reformat,
+            "groups": [layout.pool_group(p) for p in cache.pools],
+        },
+    }
+
+
+def pool_vars(plan: ClusterPlan, pool) -> dict:
+    return {
+        "clusterctl_pool": pool.name,
+        "clusterctl_gpus": pool.gpus_per_node,
+        "clusterctl_gpu_model": pool.gpu_model,
+        "clusterctl_fabric": pool.fabric,
+        "clusterctl_rails": pool.rails,
+        "clusterctl_nccl_env_file": layout.NCCL_ENV.format(pool=pool.name),
+        "clusterctl_health_file": layout.HEALTH_CONF.format(pool=pool.name),
+    }
+
+
+def render_ansible(plan: ClusterPlan) -> dict[str, str]:
+    files = {
+        layout.INVENTORY: dump_yaml(inventory(plan)),
+        f"{layout.GROUP_VARS}/all.yml": dump_yaml(all_vars(plan)),
+    }
+    for p in plan.pools:
+        files[f"{layout.GROUP_VARS}/{layout.pool_group(p.name)}.yml"] = dump_yaml(pool_vars(plan, p))
+    return files

@@ -1,0 +1,60 @@
+"""The root of the spec: one cluster."""
+
+from __future__ import annotations
+
+from ipaddress import IPv4Network
+from typing import Literal
+
+from pydantic import field_validator
+
+from clusterctl import API_VERSION
+from clusterctl.spec.base import SpecModel, UpdatePolicy, spec_field
+from clusterctl.spec.fabric import Fabric
+from clusterctl.spec.pools import NAME_PATTERN, Pool, SshSpec
+from clusterctl.spec.scheduler import Scheduler
+from clusterctl.spec.software import Monitoring, Nccl, Software
+from clusterctl.spec.storage import Storage
+
+L, R, F = UpdatePolicy.LIVE, UpdatePolicy.REPLACE, UpdatePolicy.FORBIDDEN
+
+
+class Controller(SpecModel):
+    provider: Literal["local", "onprem", "aws"] = spec_field("local", description="Where slurmctld (and the login node) runs.", policy=F)
+    hostname: str | None = spec_field(None, pattern=NAME_PATTERN, description="Controller hostname (default: <name>-ctl).", policy=F)
+    address: str | None = spec_field(None, description="Controller address (required for onprem; assigned for local).", policy=F)
+    ssh: SshSpec = spec_field(default_factory=SshSpec, description="How Ansible reaches an onprem controller.")
+    instance_type: str = spec_field("m7i.4xlarge", description="Instance type when the controller runs on AWS.", policy=R)
+    region: str | None = spec_field(None, description="AWS region of an aws controller (default: the first aws pool's).", policy=F)
+
+
+class Lab(SpecModel):
+    subnet: str = spec_field(
+        "10.213.0.0/24", description="Private subnet for lab nodes' network namespaces (local provider only).", policy=R
+    )
+
+    @field_validator("subnet")
+    @classmethod
+    def _subnet(cls, v: str) -> str:
+        net = IPv4Network(v, strict=True)
+        if net.num_addresses < 16:
+            raise ValueError("lab subnet needs at least 16 addresses (a /28)")
+        if not net.is_private:
+            raise ValueError("lab subnet must be a private range")
+        return str(net)
+
+
+class ClusterSpec(SpecModel):
+    api_version: Literal["clusterctl/v1"] = spec_field(API_VERSION, alias="apiVersion", description="Spec format version.", policy=F)
+    name: str = spec_field(pattern=NAME_PATTERN, description="Cluster name: Slurm ClusterName, stack name, tag value.", policy=F)
+    controller: Controller = spec_field(default_factory=Controller, description="The Slurm controller / login node.")
+    lab: Lab = spec_field(default_factory=Lab, description="Lab network for local pools.")
+    fabric: Fabric = spec_field(default_factory=Fabric, description="Default fabric of every pool (a pool may override).", policy=R)
+    pools: list[Pool] = spec_field(min_length=1, description="Node pools.")
+    storage: Storage = spec_field(default_factory=Storage, description="Shared storage, local cache, checkpoints.")
+    scheduler: Scheduler = spec_field(description="Scheduler settings.")
+    software: Software = spec_field(default_factory=Software, description="Pinned software versions.")
+    nccl: Nccl = spec_field(default_factory=Nccl, description="NCCL environment for jobs.")
+    monitoring: Monitoring = spec_field(default_factory=Monitoring, description="Monitoring and alerting.")
+
+    def pool(self, name: str):
+        return next((p for p in self.pools if p.name == name), None)

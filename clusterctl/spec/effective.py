@@ -1,0 +1,139 @@
+"""Values the spec leaves implicit, derived in one place so validators and the compiler agree."""
+
+from __future__ import annotations
+
+from ipaddress import IPv4Network
+
+from clusterctl import hostlist
+from clusterctl.catalog import GPUS, INSTANCE_TYPES
+from clusterctl.spec.cluster import ClusterSpec
+from clusterctl.spec.fabric import Fabric
+from clusterctl.spec.pools import AwsPool, LocalPool, OnpremPool
+
+DEFAULT_GPUS_PER_NODE = 8
+LAB_FIRST_HOST = 10  # lab addresses start at .10: the controller; .1 is the host side of the lab bridge
+
+
+def pool_index(spec: ClusterSpec, pool) -> int:
+    return next(i for i, p in enumerate(spec.pools) if p is pool)
+
+
+def instance_type(pool):
+    return INSTANCE_TYPES.get(pool.instance_type) if isinstance(pool, AwsPool) else None
+
+
+def gpu_key(pool) -> str | None:
+    it = instance_type(pool)
+    return pool.gpu or (it.gpu if it else None)
+
+
+def gpus_per_node(pool) -> int:
+    if pool.gpus_per_node is not None:
+        return pool.gpus_per_node
+    it = instance_type(pool)
+    if it:
+        return it.gpus
+    return DEFAULT_GPUS_PER_NODE if pool.gpu else 0
+
+
+def gres_type(pool) -> str | None:
+    key = gpu_key(pool)
+    return GPUS[key].gres_type if key in GPUS else None
+
+
+# Memory Slurm may hand to jobs on catalog instances: leave 5% for the OS, daemons and page cache headroom.
+OS_MEMORY_RESERVE = 0.05
+
+
+def cpus(pool) -> int:
+    """CPUs Slurm schedules per node: the spec's, else the instance type's vCPUs, else 1 (Slurm's own default)."""
+    it = instance_type(pool)
+    return pool.cpus or (it.vcpus if it else 1)
+
+
+def memory_mb(pool) -> int | None:
+    """RealMemory per node: the spec's, else the instance type's RAM less the OS reserve; None when unknown."""
+    if pool.memory_mb is not None:
+        return pool.memory_mb
+    it = instance_type(pool)
+    return int(it.memory_gib * 1024 * (1 - OS_MEMORY_RESERVE)) if it else None
+
+
+def fabric(spec: ClusterSpec, pool) -> tuple[Fabric, tuple]:
+    """The pool's fabric and the spec path that set it. AWS pools default to EFA (or Ethernet without EFA support)."""
+    i = pool_index(spec, pool)
+    if pool.fabric is not None:
+        return pool.fabric, ("pools", i, "fabric")
+    if isinstance(pool, AwsPool):
+        it = instance_type(pool)
+        return Fabric(type="efa" if (it is None or it.efa_supported) else "ethernet"), ("pools", i, "instance_type")
+    return spec.fabric, ("fabric",)
+
+
+def max_nodes(pool) -> int:
+    """Nodes the pool can have at most (elastic pools: max)."""
+    if isinstance(pool, AwsPool):
+        return pool.max if pool.elastic else (pool.count or 0)
+    if isinstance(pool, LocalPool):
+        return pool.count
+    return sum(_group_size(g.names) for g in pool.hosts)
+
+
+def _group_size(names: str) -> int:
+    try:
+        return len(hostlist.expand(names))
+    except hostlist.HostlistError:
+        return 0  # reported by the hosts validator; sizes stay computable for the other rules
+
+
+def static_nodes(pool) -> int:
+    if isinstance(pool, AwsPool):
+        return (pool.min or 0) if pool.elastic else (pool.count or 0)
+    return max_nodes(pool)
+
+
+def prefix(pool) -> str:
+    return getattr(pool, "node_prefix", None) or pool.name
+
+
+def generated_names(pool) -> list[str]:
+    """Node names of local and aws pools: <prefix><NNN>, numbered from 001."""
+    width = max(3, len(str(max_nodes(pool))))
+    return [f"{prefix(pool)}{str(i).zfill(width)}" for i in range(1, max_nodes(pool) + 1)]
+
+
+def onprem_hosts(pool: OnpremPool) -> list[tuple[str, str]]:
+    """(name, address) of every host; raises hostlist.HostlistError or ValueError on a bad group."""
+    out = []
+    for g in pool.hosts:
+        names = hostlist.expand(g.names)
+        if g.address_map is not None:
+            missing = [n for n in names if n not in g.address_map]
+            if missing:
+                raise ValueError(f"address_map has no address for {hostlist.compress(missing)}")
+            addrs = [g.address_map[n] for n in names]
+        else:
+            addrs = hostlist.expand(g.addresses)
+            if len(addrs) != len(names):
+                raise ValueError(f"{len(names)} names but {len(addrs)} addresses")
+        out.extend(zip(names, addrs))
+    return out
+
+
+def controller_name(spec: ClusterSpec) -> str:
+    return spec.controller.hostname or f"{spec.name}-ctl"
+
+
+def lab_addresses(spec: ClusterSpec) -> list[str]:
+    """Addresses handed out in order: the controller first, then local pool nodes."""
+    net = IPv4Network(spec.lab.subnet)
+    hosts = list(net.hosts())
+    return [str(a) for a in hosts[LAB_FIRST_HOST - 1 :]]
+
+
+def lab_gateway(spec: ClusterSpec) -> str:
+    return str(next(IPv4Network(spec.lab.subnet).hosts()))
+
+
+def total_gpus(spec: ClusterSpec, pools=None) -> int:
+    return sum(max_nodes(p) * gpus_per_node(p) for p in (pools if pools is not None else spec.pools))

@@ -1,0 +1,161 @@
+"""Read cluster.yaml keeping line numbers, and turn pydantic errors into findings that point at the YAML line."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from io import StringIO
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from clusterctl.errors import SpecError
+from clusterctl.findings import Finding, Level, format_path
+
+
+class SourceMap:
+    """Maps a path like ('pools', 1, 'gpu') to the (line, column) it was written on, both 1-based."""
+
+    def __init__(self, node):
+        self.node = node
+
+    def locate(self, parts) -> tuple[int | None, int | None]:
+        node, best = self.node, (1, 1) if self.node is not None else (None, None)
+        for p in parts:
+            lc = getattr(node, "lc", None)
+            try:
+                if isinstance(node, dict) and p in node:
+                    if lc is not None:
+                        ln, col = lc.key(p)
+                        best = (ln + 1, col + 1)
+                    node = node[p]
+                elif isinstance(node, list) and isinstance(p, int) and 0 <= p < len(node):
+                    if lc is not None:
+                        ln, col = lc.item(p)
+                        best = (ln + 1, col + 1)
+                    node = node[p]
+                else:
+                    break
+            except (KeyError, IndexError, TypeError):
+                break
+        return best
+
+    def real_path(self, loc) -> tuple:
+        """Drop pydantic's union tags (e.g. 'aws' in ('pools', 0, 'aws', 'count')) that are not keys in the YAML."""
+        node, out = self.node, []
+        for i, p in enumerate(loc):
+            if isinstance(node, dict) and p in node:
+                out.append(p)
+                node = node[p]
+            elif isinstance(node, list) and isinstance(p, int) and 0 <= p < len(node):
+                out.append(p)
+                node = node[p]
+            elif isinstance(node, dict) and isinstance(p, str) and i + 1 < len(loc):
+                continue  # a union tag pydantic inserts, not a key the user wrote
+            else:
+                if isinstance(node, dict):
+                    out.append(p)  # a missing or unknown key: name it
+                break
+        return tuple(out)
+
+
+def _yaml():
+    from ruamel.yaml import YAML
+
+    y = YAML(typ="rt")
+    y.allow_duplicate_keys = False
+    return y
+
+
+def parse_yaml(text: str, filename: str = "<spec>"):
+    """YAML text -> (data, SourceMap). Syntax errors become a SpecError with one finding at the line."""
+    from ruamel.yaml.error import MarkedYAMLError, YAMLError
+
+    try:
+        data = _yaml().load(StringIO(text))
+    except MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        f = Finding(
+            Level.ERROR,
+            "yaml-syntax",
+            "",
+            f"{e.problem or 'invalid YAML'}" + (f" ({e.context})" if e.context else ""),
+            line=mark.line + 1 if mark else None,
+            column=mark.column + 1 if mark else None,
+        )
+        raise SpecError(f"{filename}: invalid YAML", [f]) from None
+    except YAMLError as e:
+        raise SpecError(f"{filename}: invalid YAML", [Finding(Level.ERROR, "yaml-syntax", "", str(e))]) from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise SpecError(
+            f"{filename}: not a spec",
+            [Finding(Level.ERROR, "yaml-shape", "", "the spec must be a mapping (apiVersion:, name:, pools:, ...)", 1, 1)],
+        )
+    return data, SourceMap(data)
+
+
+def to_plain(node):
+    """ruamel's commented containers -> plain dicts/lists/scalars (what pydantic validates)."""
+    if isinstance(node, dict):
+        return {str(k) if not isinstance(k, (int, float, bool)) else k: to_plain(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [to_plain(v) for v in node]
+    if hasattr(node, "__float__") and type(node).__name__ == "ScalarFloat":
+        return float(node)
+    if type(node).__name__ in ("ScalarBoolean",):
+        return bool(node)
+    if isinstance(node, str):
+        return str(node)
+    if isinstance(node, int) and not isinstance(node, bool):
+        return int(node)
+    return node
+
+
+_MESSAGES = {
+    "extra_forbidden": "unknown field (not part of the spec: check the spelling)",
+    "missing": "required field is missing",
+}
+
+
+def pydantic_findings(err: ValidationError, smap: SourceMap) -> list[Finding]:
+    out = []
+    for e in err.errors(include_url=False):
+        parts = smap.real_path(e["loc"])
+        msg = _MESSAGES.get(e["type"], e["msg"])
+        if e["type"] == "union_tag_invalid" or e["type"] == "literal_error":
+            msg = e["msg"]
+        msg = msg.removeprefix("Value error, ")
+        line, col = smap.locate(parts)
+        out.append(Finding(Level.ERROR, f"schema.{e['type']}", format_path(parts), msg, line, col, parts))
+    return _dedupe(out)
+
+
+def _dedupe(findings: list[Finding]) -> list[Finding]:
+    seen, out = set(), []
+    for f in findings:
+        key = (f.path, f.message)
+        if key not in seen:
+            seen.add(key)
+            out.append(f)
+    return out
+
+
+def attach_lines(findings, smap: SourceMap) -> list[Finding]:
+    out = []
+    for f in findings:
+        if f.line is None and smap is not None:
+            line, col = smap.locate(f.parts)
+            f = replace(f, line=line, column=col)
+        out.append(f)
+    return out
+
+
+def read_spec_text(path: str | Path) -> str:
+    p = Path(path)
+    try:
+        return p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SpecError(f"{p}: no such file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise SpecError(f"{p}: cannot read the spec ({e})") from None

@@ -1,0 +1,104 @@
+"""Node pools: where capacity comes from (lab containers, owned hosts, rented AWS instances)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, Union
+
+from pydantic import Field, StringConstraints, model_validator
+
+from clusterctl.spec.base import SpecModel, UpdatePolicy, spec_field
+from clusterctl.spec.fabric import Fabric
+
+GpuKey = Literal["h100-sxm", "h100-pcie", "h200", "b200", "a100-80gb", "a100-40gb", "l40s", "mi300x"]
+Market = Literal["on-demand", "spot", "capacity-block", "reserved"]
+NAME_PATTERN = r"^[a-z][a-z0-9-]{0,30}$"
+FEATURE_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
+
+L, D, R, F = UpdatePolicy.LIVE, UpdatePolicy.DRAIN, UpdatePolicy.REPLACE, UpdatePolicy.FORBIDDEN
+
+
+class SshSpec(SpecModel):
+    user: str = spec_field("root", description="SSH user Ansible logs in as.")
+    port: int = spec_field(22, ge=1, le=65535, description="SSH port.")
+    jump_host: str | None = spec_field(None, description="Bastion as [user@]host[:port] (OpenSSH ProxyJump).")
+    become: bool = spec_field(False, description="Escalate with sudo after login (needed when user is not root).")
+    private_key_file: str | None = spec_field(None, description="Private key path; default: the SSH agent / ~/.ssh config.")
+
+
+class HostGroup(SpecModel):
+    names: str = spec_field(description="Slurm hostlist of node names, e.g. gpu[001-064].", policy=R)
+    addresses: str | None = spec_field(
+        None, description="Hostlist of addresses in the same order, e.g. 10.1.0.[1-64]. Alternative to address_map.", policy=R
+    )
+    address_map: dict[str, str] | None = spec_field(None, description="Explicit node name -> address map.", policy=R)
+
+    @model_validator(mode="after")
+    def _one_address_source(self):
+        if (self.addresses is None) == (self.address_map is None):
+            raise ValueError("give exactly one of 'addresses' (a hostlist) or 'address_map'")
+        return self
+
+
+class PoolCommon(SpecModel):
+    name: str = spec_field(description="Pool name; also the Ansible group and the default node name prefix.", pattern=NAME_PATTERN, policy=R)
+    gpu: GpuKey | None = spec_field(None, description="GPU model of every node in the pool; omit for CPU-only pools.", policy=R)
+    gpus_per_node: int | None = spec_field(
+        None, ge=0, le=16, description="GPUs per node; defaults to the instance type's count (aws) or 8 when gpu is set.", policy=R
+    )
+    cpus: int | None = spec_field(None, ge=1, le=4096, description="CPUs Slurm schedules per node (default: catalog or 1).", policy=D)
+    memory_mb: int | None = spec_field(None, ge=256, description="RealMemory Slurm schedules per node, MiB.", policy=D)
+    features: list[Annotated[str, StringConstraints(pattern=FEATURE_PATTERN)]] = spec_field(
+        default_factory=list, description="Extra Slurm node features (letters, digits, _ and -).", policy=L
+    )
+    fabric: Fabric | None = spec_field(None, description="Overrides the cluster-level fabric for this pool.", policy=R)
+
+
+class LocalPool(PoolCommon):
+    provider: Literal["local"] = spec_field(description="Lab nodes on this machine (systemd-nspawn + network namespaces).", policy=R)
+    count: int = spec_field(ge=1, le=64, description="Number of lab nodes.", policy=L, shrink=D)
+    node_prefix: str | None = spec_field(None, pattern=NAME_PATTERN, description="Node name prefix (default: pool name).", policy=R)
+
+
+class OnpremPool(PoolCommon):
+    provider: Literal["onprem"] = spec_field(description="Bare-metal hosts you own, configured over SSH.", policy=R)
+    hosts: list[HostGroup] = spec_field(min_length=1, description="Host groups: names and addresses.", policy=L, shrink=D)
+    ssh: SshSpec = spec_field(default_factory=SshSpec, description="How Ansible reaches these hosts.", policy=L)
+
+
+class AwsPool(PoolCommon):
+    provider: Literal["aws"] = spec_field(description="Rented EC2 capacity created with Pulumi.", policy=R)
+    instance_type: str = spec_field(description="EC2 instance type, e.g. p5.48xlarge.", policy=R)
+    region: str = spec_field(pattern=r"^[a-z]{2}(-[a-z]+)+-\d$", description="AWS region, e.g. us-east-1.", policy=F)
+    availability_zones: list[str] = spec_field(
+        min_length=1, description="AZs to launch in, in order of preference (next one tried on capacity errors).", policy=L
+    )
+    market: Market = spec_field("on-demand", description="Purchase option: on-demand, spot, capacity-block or reserved.", policy=R)
+    capacity_reservation_id: str | None = spec_field(
+        None, pattern=r"^cr-[0-9a-f]{8,17}$", description="Capacity reservation / capacity block id (cr-...).", policy=R
+    )
+    count: int | None = spec_field(None, ge=0, le=4096, description="Static node count (always running).", policy=L, shrink=D)
+    min: int | None = spec_field(None, ge=0, le=4096, description="Elastic pool: nodes kept running.", policy=L, shrink=D)
+    max: int | None = spec_field(None, ge=1, le=4096, description="Elastic pool: most nodes Slurm may power up.", policy=L, shrink=D)
+    ami: str | None = spec_field(None, pattern=r"^ami-[0-9a-f]{8,17}$", description="AMI id (default: latest Debian 12).", policy=R)
+    node_prefix: str | None = spec_field(None, pattern=NAME_PATTERN, description="Node name prefix (default: pool name).", policy=R)
+
+    @model_validator(mode="after")
+    def _static_or_elastic(self):
+        if self.count is not None and (self.min is not None or self.max is not None):
+            raise ValueError("give either 'count' (static) or 'min'/'max' (elastic), not both")
+        if self.count is None and self.max is None:
+            raise ValueError("give 'count' (static pool) or 'max' (elastic pool)")
+        if self.max is not None and self.min is not None and self.min > self.max:
+            raise ValueError(f"'min' ({self.min}) is larger than 'max' ({self.max})")
+        return self
+
+    @property
+    def elastic(self) -> bool:
+        return self.max is not None
+
+
+Pool = Annotated[Union[LocalPool, OnpremPool, AwsPool], Field(discriminator="provider")]
+
+
+def is_elastic(pool) -> bool:
+    return isinstance(pool, AwsPool) and pool.elastic

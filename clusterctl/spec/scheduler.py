@@ -1,0 +1,62 @@
+"""Slurm: partitions, preemption, accounting, health checks and burst into elastic pools."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from clusterctl.spec.base import SpecModel, UpdatePolicy, spec_field
+
+L = UpdatePolicy.LIVE
+PART_NAME = r"^[a-z][a-z0-9_-]{0,30}$"
+
+
+class Partition(SpecModel):
+    name: str = spec_field(pattern=PART_NAME, description="Partition name users submit to (-p).")
+    pools: list[str] = spec_field(min_length=1, description="Pools whose nodes belong to this partition.")
+    default: bool = spec_field(False, description="Jobs without -p land here. Exactly one partition is the default.")
+    preemptible: bool = spec_field(
+        False, description="Jobs here may be preempted by non-preemptible partitions (the guide's experiment partition)."
+    )
+    max_time: str = spec_field(
+        "UNLIMITED", pattern=r"^(UNLIMITED|INFINITE|(\d+-)?\d{1,2}(:\d{2}){0,2})$", description="Slurm MaxTime (e.g. 2-00:00:00)."
+    )
+
+
+class Preemption(SpecModel):
+    enabled: bool = spec_field(True, description="Let critical partitions preempt jobs in preemptible ones.")
+    mode: Literal["requeue", "cancel", "suspend"] = spec_field("requeue", description="What happens to a preempted job.")
+    grace_time_seconds: int = spec_field(
+        120, ge=0, le=3600, description="SIGTERM-to-kill grace so preempted jobs can checkpoint."
+    )
+
+
+class Accounting(SpecModel):
+    enabled: bool = spec_field(False, description="Run slurmdbd for job accounting (fair share, sacct history).")
+    storage_host: str | None = spec_field(None, description="slurmdbd host (default: the controller).")
+
+
+class BurstTarget(SpecModel):
+    partition: str = spec_field(description="Partition whose queue may grow into the pools.")
+    pools: list[str] = spec_field(min_length=1, description="Elastic pools that partition may power up.")
+
+
+class Burst(SpecModel):
+    suspend_time_seconds: int = spec_field(600, ge=60, le=86400, description="Idle time before a cloud node is released (SuspendTime).")
+    resume_timeout_seconds: int = spec_field(
+        1800, ge=60, le=7200, description="Time a node may take from launch to registered (ResumeTimeout)."
+    )
+    targets: list[BurstTarget] = spec_field(default_factory=list, description="Which partitions grow into which elastic pools.")
+
+
+class Slurm(SpecModel):
+    partitions: list[Partition] = spec_field(min_length=1, description="Partitions, each mapping to pools.")
+    preemption: Preemption = spec_field(default_factory=Preemption, description="Partition-priority preemption.")
+    accounting: Accounting = spec_field(default_factory=Accounting, description="Job accounting.")
+    health_check_interval_seconds: int = spec_field(
+        300, ge=0, le=86400, description="HealthCheckInterval; 0 disables the node health check."
+    )
+    burst: Burst = spec_field(default_factory=Burst, description="Power saving / cloud burst settings.")
+
+
+class Scheduler(SpecModel):
+    slurm: Slurm = spec_field(description="Slurm settings.")

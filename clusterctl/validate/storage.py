@@ -1,0 +1,86 @@
+"""Rules about storage: FSx combinations AWS accepts, pool references, checkpoint targets."""
+
+from __future__ import annotations
+
+from clusterctl.validate.base import Validator
+from clusterctl.spec.storage import FsxLustreFS
+
+# FSx for Lustre API reference (CreateFileSystemLustreConfiguration.PerUnitStorageThroughput, StorageCapacity).
+FSX_THROUGHPUT = {"PERSISTENT_2": (125, 250, 500, 1000), "PERSISTENT_1": (50, 100, 200)}
+
+
+def fsx_capacity_ok(deployment: str, gib: int) -> bool:
+    if deployment == "SCRATCH_1":
+        return gib in (1200, 2400) or gib % 3600 == 0
+    return gib == 1200 or gib % 2400 == 0
+
+
+class FsxCombination(Validator):
+    code = "fsx-invalid"
+
+    def check(self, spec):
+        has_aws = any(p.provider == "aws" for p in spec.pools)
+        for j, fs in enumerate(spec.storage.shared):
+            if not isinstance(fs, FsxLustreFS):
+                continue
+            where = ("storage", "shared", j)
+            if not has_aws:
+                yield self.error(where + ("type",), "fsx-lustre is created in AWS; this cluster has no aws pool")
+            if not fsx_capacity_ok(fs.deployment_type, fs.storage_capacity_gib):
+                rule = "1200, 2400 or a multiple of 3600" if fs.deployment_type == "SCRATCH_1" else "1200 or a multiple of 2400"
+                yield self.error(
+                    where + ("storage_capacity_gib",),
+                    f"FSx {fs.deployment_type} capacity must be {rule} GiB, not {fs.storage_capacity_gib}",
+                )
+            allowed = FSX_THROUGHPUT.get(fs.deployment_type)
+            t = fs.per_unit_storage_throughput
+            if allowed is None and t is not None:
+                yield self.error(
+                    where + ("per_unit_storage_throughput",), f"{fs.deployment_type} takes no per-unit throughput (remove it)"
+                )
+            elif allowed is not None and t not in allowed:
+                yield self.error(
+                    where + ("per_unit_storage_throughput",),
+                    f"FSx {fs.deployment_type} per-unit throughput must be one of {', '.join(map(str, allowed))} MB/s/TiB, not {t}",
+                )
+
+
+class StoragePoolsExist(Validator):
+    code = "storage-unknown-pool"
+
+    def check(self, spec):
+        names = {p.name for p in spec.pools}
+        refs = [(("storage", "shared", j, "pools"), fs.pools) for j, fs in enumerate(spec.storage.shared)]
+        if spec.storage.local_cache is not None:
+            refs.append((("storage", "local_cache", "pools"), spec.storage.local_cache.pools))
+        for where, pools in refs:
+            for k, name in enumerate(pools or []):
+                if name not in names:
+                    yield self.error(where + (k,), f"no pool named {name!r}")
+
+
+class UniqueMounts(Validator):
+    code = "mount-conflict"
+
+    def check(self, spec):
+        seen: dict[str, tuple] = {}
+        mounts = [(("storage", "shared", j, "mount_point"), fs.mount_point) for j, fs in enumerate(spec.storage.shared)]
+        if spec.storage.local_cache is not None:
+            mounts.append((("storage", "local_cache", "mount_point"), spec.storage.local_cache.mount_point))
+        for where, m in mounts:
+            if m in ("/", "/usr", "/etc", "/var", "/boot", "/home"):
+                yield self.error(where, f"{m} is a system directory; mount shared storage elsewhere")
+            if m in seen:
+                yield self.error(where, f"{m} is already the mount point of {'.'.join(map(str, seen[m]))}")
+            seen.setdefault(m, where)
+
+
+class CheckpointTarget(Validator):
+    code = "checkpoint-target"
+
+    def check(self, spec):
+        c = spec.storage.checkpoints
+        if c is None:
+            return
+        if (c.s3_bucket is None) == (c.path is None):
+            yield self.error(("storage", "checkpoints"), "give exactly one of s3_bucket or path")

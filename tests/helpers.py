@@ -1,0 +1,40 @@
+"""Build specs in tests from the examples with small edits."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+from ruamel.yaml import YAML
+
+from clusterctl.validate import load_text
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def example_dict(name: str) -> dict:
+    return YAML(typ="safe").load((ROOT / "examples" / name).read_text())
+
+
+def to_yaml(data: dict) -> str:
+    import io
+
+    buf = io.StringIO()
+    y = YAML(typ="safe")
+    y.default_flow_style = False
+    y.dump(data, buf)
+    return buf.getvalue()
+
+
+def load_dict(data: dict):
+    return load_text(to_yaml(data))
+
+
+def edited(name: str, edit) -> dict:
+    data = copy.deepcopy(example_dict(name))
+    edit(data)
+    return data
+
+
+def codes(loaded, level=None) -> set[str]:
+    return {f.code for f in loaded.findings if level is None or f.level.value == level}

@@ -1,0 +1,72 @@
+"""Debian's real slurmctld starts on the rendered slurm.conf/gres.conf/topology.conf and parses nodes and partitions."""
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from clusterctl.render import render_spec
+from clusterctl.render.write import write_build
+from clusterctl.validate import load_valid
+from tests.conftest import ROOT
+
+SCRIPT = Path(__file__).with_name("slurmctld_check.sh")
+
+pytestmark = [
+    pytest.mark.slurm,
+    pytest.mark.skipif(os.geteuid() != 0, reason="needs root to create namespaces for slurmctld"),
+    pytest.mark.skipif(shutil.which("slurmctld") is None, reason="Debian's slurmctld is not installed (apt-get install slurmctld)"),
+]
+
+
+@pytest.fixture
+def build_dir():
+    """A world-readable build dir: slurmctld drops to the slurm user, which cannot enter pytest's 0700 tmp dirs."""
+    d = tempfile.mkdtemp(prefix="clusterctl-slurm-")
+    os.chmod(d, 0o755)
+    yield Path(d)
+    shutil.rmtree(d)
+
+
+def _run(example, tmp_path):
+    plan, files = render_spec(load_valid(ROOT / "examples" / example))
+    write_build(files, tmp_path)
+    r = subprocess.run(
+        ["unshare", "--net", "--uts", "--mount", "--fork", "bash", str(SCRIPT), str(tmp_path), plan.controller.name,
+         plan.controller.address],
+        capture_output=True, text=True, timeout=60,
+    )
+    out = r.stdout
+    sections = dict(re.findall(r"== (\w+)\n(.*?)(?=\n== |\Z)", out, re.S))
+    return plan, sections, r
+
+
+def test_lab_config_parsed(build_dir):
+    plan, s, r = _run("lab.yaml", build_dir)
+    assert "nodes" in s, r.stdout + r.stderr
+    nodes = {m[0]: m[1] for m in re.findall(r"NodeName=(\S+) (.*)", s["nodes"])}
+    assert set(nodes) == {"gpu001", "gpu002"}
+    for line in nodes.values():
+        assert "Gres=gpu:h100:8" in line and "RealMemory=1024" in line and "CPUTot=2" in line
+    parts = dict(re.findall(r"PartitionName=(\S+) (.*)", s["partitions"]))
+    assert set(parts) == {"critical", "experiment"}
+    assert "Default=YES" in parts["critical"] and "PreemptMode=OFF" in parts["critical"]
+    assert "PreemptMode=REQUEUE" in parts["experiment"] and "GraceTime=120" in parts["experiment"]
+    assert "Nodes=gpu[001-002]" in parts["critical"]
+    assert "SwitchName=gpu-leaf1" in s["topology"]
+    assert "fatal" not in s["log"].lower()
+    assert f"slurmctld version" in s["log"] and "cluster lab" in s["log"]
+
+
+def test_hybrid_config_with_cloud_nodes_parsed(build_dir):
+    plan, s, r = _run("hybrid-burst.yaml", build_dir)
+    assert "nodes" in s, r.stdout + r.stderr
+    names = re.findall(r"NodeName=(\S+)", s["nodes"])
+    assert len(names) == 8 + 32
+    burst = [ln for ln in s["nodes"].splitlines() if ln.startswith("NodeName=burst001 ")][0]
+    assert "CLOUD" in burst and "Gres=gpu:h100:8" in burst
+    assert "fatal" not in s["log"].lower()
