@@ -153,6 +153,73 @@ def plan(
     raise typer.Exit(2 if report.has_changes else 0)
 
 
+class Output(str, Enum):
+    text = "text"
+    json = "json"
+
+
+@app.command()
+def up(
+    spec: Path = SpecArg,
+    output: Output = typer.Option(Output.text, "--output", "-o", help="json: no live view, one JSON report on stdout."),
+) -> None:
+    """Bring the cluster to the spec: lab nodes or owned hosts converged with Ansible, then a smoke job.
+
+    Safe to repeat: a second run repairs what an interrupted or failed one left. Exit 0 when the smoke job passed.
+    """
+    import json
+
+    from clusterctl.apply.up import print_summary
+    from clusterctl.apply.up import up as do_up
+    from clusterctl.cli_output import console
+
+    cluster = _load(spec)
+    quiet = output is Output.json
+    out = console(stderr=quiet)
+    report, plan, access = do_up(cluster, out, quiet=quiet)
+    if quiet:
+        sys.stdout.write(json.dumps(report.to_dict(plan, access), indent=2) + "\n")
+    else:
+        print_summary(out, report, plan, access)
+    raise typer.Exit(0 if report.ok else 1)
+
+
+@app.command()
+def down(
+    spec: Path = SpecArg,
+    force: bool = typer.Option(False, "--force", help="Go ahead even while jobs run (they are killed)."),
+    output: Output = typer.Option(Output.text, "--output", "-o"),
+) -> None:
+    """Take the cluster down: lab nodes removed completely; owned hosts drained and Slurm stopped (no data touched)."""
+    import json
+
+    from clusterctl.apply.down import down as do_down
+    from clusterctl.cli_output import console
+
+    cluster = _load(spec)
+    result = do_down(cluster, console(stderr=output is Output.json), force=force, quiet=output is Output.json)
+    if output is Output.json:
+        sys.stdout.write(json.dumps(result, indent=2) + "\n")
+    else:
+        typer.echo(f"cluster {cluster.name} is down")
+
+
+@app.command()
+def status(spec: Path = SpecArg, output: Output = typer.Option(Output.text, "--output", "-o")) -> None:
+    """Nodes of the cluster and their Slurm state."""
+    import json
+
+    from clusterctl.apply.status import print_status
+    from clusterctl.apply.status import status as do_status
+    from clusterctl.cli_output import console
+
+    info = do_status(_load(spec))
+    if output is Output.json:
+        sys.stdout.write(json.dumps(info, indent=2) + "\n")
+    else:
+        print_status(console(), info)
+
+
 def main() -> None:
     """Entry point: run the app; print clusterctl errors without tracebacks (unless --debug)."""
     from clusterctl.errors import ClusterctlError

@@ -6,8 +6,15 @@ the munge key and SSH keys are secrets.
 
 from __future__ import annotations
 
+import fcntl
+import json
 import os
+import socket
+import time
+from contextlib import contextmanager
 from pathlib import Path
+
+from clusterctl.errors import ClusterctlError
 
 from clusterctl.render.write import read_build, write_build
 
@@ -41,3 +48,39 @@ class ClusterState:
     def record_applied(self, files: dict[str, str]) -> None:
         """Called once an apply converged: the next plan diffs against exactly this build."""
         write_build(files, self.applied_dir)
+
+    def forget_applied(self) -> None:
+        """After `down`: the next plan is a fresh create again."""
+        import shutil
+
+        shutil.rmtree(self.applied_dir, ignore_errors=True)
+
+    @contextmanager
+    def lock(self, what: str):
+        """One apply at a time per cluster. Held by the OS (flock): a killed clusterctl releases it at once."""
+        self.dir.mkdir(parents=True, exist_ok=True)
+        path = self.dir / "lock"
+        fh = open(path, "a+")
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.seek(0)
+            holder = fh.read().strip() or "another clusterctl"
+            fh.close()
+            raise LockedError(f"cluster {self.cluster} is locked by {holder}; wait for it to finish") from None
+        try:
+            fh.seek(0)
+            fh.truncate()
+            fh.write(json.dumps({"command": what, "pid": os.getpid(), "host": socket.gethostname(),
+                                 "since": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}))
+            fh.flush()
+            yield
+        finally:
+            fh.seek(0)
+            fh.truncate()
+            fcntl.flock(fh, fcntl.LOCK_UN)
+            fh.close()
+
+
+class LockedError(ClusterctlError):
+    pass

@@ -49,6 +49,7 @@ def all_vars(plan: ClusterPlan) -> dict:
         "clusterctl_slurm_version": "%d.%02d" % plan.slurm.version,
         "clusterctl_software": plan.software,
         "clusterctl_accounting": plan.slurm.accounting,
+        "clusterctl_has_cloud_nodes": any(n.cloud for n in plan.nodes),
         "clusterctl_monitoring": plan.monitoring,
         "clusterctl_files": {
             "slurm_conf": layout.SLURM_CONF,
@@ -68,7 +69,8 @@ def all_vars(plan: ClusterPlan) -> dict:
         },
         "clusterctl_mounts": [
             {"kind": m.kind, "source": m.source, "path": m.mount_point, "options": m.options, "lnet_networks": m.lnet_networks,
-             "groups": [layout.pool_group(p) for p in m.pools]}
+             # The login node (the controller) mounts every shared filesystem: users stage data there.
+             "groups": ["slurm_controller"] + [layout.pool_group(p) for p in m.pools]}
             for m in plan.mounts
         ],
         "clusterctl_local_cache": None if cache is None else {

@@ -16,7 +16,8 @@ def hosts_file(plan: ClusterPlan) -> str:
 
 
 def nccl_env_file(plan: ClusterPlan, pool) -> str:
-    body = "".join(f"{k}={shlex.quote(v)}\n" for k, v in pool.nccl_env)
+    # NAME=value lines, values verbatim: Slurm's TaskProlog protocol ("export NAME=value") takes them literally.
+    body = "".join(f"{k}={v}\n" for k, v in pool.nccl_env)
     return HEADER.format(name=plan.name) + f"# NCCL environment of pool {pool.name} ({pool.fabric}).\n" + body
 
 

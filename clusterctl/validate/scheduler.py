@@ -100,9 +100,11 @@ class NcclEnvNames(Validator):
     code = "nccl-env"
 
     def check(self, spec):
-        for k in spec.nccl.extra_env:
+        for k, v in spec.nccl.extra_env.items():
             if not re.fullmatch(r"[A-Z_][A-Z0-9_]*", k):
                 yield self.error(("nccl", "extra_env", k), f"{k!r} is not a valid environment variable name")
+            if "\n" in v or "\0" in v:
+                yield self.error(("nccl", "extra_env", k), "values cannot contain newlines or NUL bytes")
 
 
 class PreemptionHasTiers(Validator):

@@ -1,0 +1,1 @@
+"""Ansible through ansible-runner: converge, check mode + diff, events to the progress view."""

@@ -1,0 +1,1 @@
+"""Applying a spec to real machines: `up`, `down`, `status`."""

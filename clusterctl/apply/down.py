@@ -1,0 +1,66 @@
+"""`clusterctl down`: lab nodes removed completely; owned hosts drained and their Slurm daemons stopped, nothing
+else touched. Refuses while jobs run unless forced."""
+
+from __future__ import annotations
+
+import json
+
+from clusterctl.ansible.progress import Progress, print_recap
+from clusterctl.ansible.runner import PlaybookRun, run_playbook
+from clusterctl.apply.access import access_for
+from clusterctl.compile.model import ClusterPlan
+from clusterctl.errors import ClusterctlError
+from clusterctl.remote import RemoteError
+from clusterctl.render import layout
+from clusterctl.state import ClusterState
+
+
+class JobsRunning(ClusterctlError):
+    pass
+
+
+def plan_from_build(build: dict[str, str]) -> dict:
+    return json.loads(build[layout.PLAN_JSON])
+
+
+def running_jobs(access, plan: ClusterPlan) -> list[str]:
+    try:
+        r = access.remote(plan.controller).run("squeue -h -t RUNNING,COMPLETING -o '%i %u %j %N'", timeout=30)
+    except RemoteError:
+        return []  # no controller answering: nothing can be running through it
+    return [ln for ln in r.stdout.splitlines() if ln.strip()]
+
+
+def down(spec, console, force: bool = False, quiet: bool = False) -> dict:
+    from clusterctl.render import render_spec
+
+    state = ClusterState(spec.name)
+    with state.lock("down"):
+        plan, _ = render_spec(spec)
+        access = access_for(plan, state, (lambda m: None) if quiet else (lambda m: console.print(f"  {m}")))
+        jobs = running_jobs(access, plan) if _controller_up(access, plan) else []
+        if jobs and not force:
+            raise JobsRunning(f"{len(jobs)} job(s) running on cluster {plan.name} (first: {jobs[0]}); "
+                              "wait for them or pass --force")
+        result = {"cluster": plan.name, "jobs_killed": len(jobs) if force else 0}
+        owned = [n for n in plan.all_nodes if n.provider == "onprem"]
+        if owned:
+            build = state.dir / "build"
+            if not (build / layout.INVENTORY).exists():
+                raise ClusterctlError(f"no build for {plan.name} in {state.dir}: was it ever brought up from here?")
+            with Progress(console, f"stopping Slurm on {plan.name}", quiet=quiet) as progress:
+                r = run_playbook(PlaybookRun(build_dir=build, playbook="down.yml", ssh=access.ssh), progress.event)
+            if not quiet:
+                print_recap(console, r)
+            result["owned"] = r.to_dict()
+        if access.lab is not None:
+            access.lab.down()
+            result["lab_removed"] = [n.name for n in plan.all_nodes if n.provider == "local"]
+        state.forget_applied()
+        return result
+
+
+def _controller_up(access, plan) -> bool:
+    if access.lab is not None:
+        return any(s.running for s in access.lab.status() if s.name == plan.controller.name)
+    return True

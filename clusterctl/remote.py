@@ -1,0 +1,47 @@
+"""Run a command on a cluster node over SSH (the controller, for Slurm commands), as Ansible would reach it."""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+from dataclasses import dataclass
+
+from clusterctl.ansible.settings import SshOptions
+from clusterctl.compile.model import Node
+from clusterctl.errors import ClusterctlError
+
+
+class RemoteError(ClusterctlError):
+    pass
+
+
+@dataclass(frozen=True)
+class Remote:
+    node: Node
+    opts: SshOptions = SshOptions()
+
+    def argv(self, command: str) -> list[str]:
+        n = self.node
+        if not n.address:
+            raise RemoteError(f"{n.name} has no address yet")
+        argv = ["ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=10", "-p", str(n.ssh.port)]
+        if self.opts.private_key:
+            argv += ["-i", str(self.opts.private_key), "-o", "IdentitiesOnly=yes"]
+        if self.opts.known_hosts:
+            argv += ["-o", f"UserKnownHostsFile={self.opts.known_hosts}", "-o", "StrictHostKeyChecking=yes"]
+        if n.ssh.jump_host:
+            argv += ["-J", n.ssh.jump_host]
+        if n.ssh.private_key_file:
+            argv += ["-i", n.ssh.private_key_file]
+        remote = f"sudo -n sh -c {shlex.quote(command)}" if n.ssh.become else command
+        return argv + [f"{n.ssh.user}@{n.address}", remote]
+
+    def run(self, command: str, timeout: float = 120, check: bool = True) -> subprocess.CompletedProcess:
+        try:
+            r = subprocess.run(self.argv(command), capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise RemoteError(f"{self.node.name}: `{command}` did not finish in {timeout:.0f}s") from None
+        if check and r.returncode != 0:
+            msg = (r.stderr or r.stdout).strip().splitlines()
+            raise RemoteError(f"{self.node.name}: `{command}` failed (rc={r.returncode}): {msg[-1] if msg else ''}")
+        return r
