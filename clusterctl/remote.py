@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from clusterctl.ansible.settings import SshOptions
 from clusterctl.compile.model import Node
 from clusterctl.errors import ClusterctlError
+from clusterctl.sshargs import option_args
 
 
 class RemoteError(ClusterctlError):
@@ -29,10 +30,7 @@ class Remote:
             argv += ["-i", str(self.opts.private_key), "-o", "IdentitiesOnly=yes"]
         if self.opts.known_hosts:
             argv += ["-o", f"UserKnownHostsFile={self.opts.known_hosts}", "-o", "StrictHostKeyChecking=yes"]
-        if n.ssh.jump_host:
-            argv += ["-J", n.ssh.jump_host]
-        if n.ssh.private_key_file:
-            argv += ["-i", n.ssh.private_key_file]
+        argv += option_args(n.ssh)
         remote = f"sudo -n sh -c {shlex.quote(command)}" if n.ssh.become else command
         return argv + [f"{n.ssh.user}@{n.address}", remote]
 

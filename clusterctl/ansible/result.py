@@ -21,6 +21,7 @@ class RunResult:
     rc: int | None = None
     recap: dict[str, dict[str, int]] = field(default_factory=dict)
     failures: list[Failure] = field(default_factory=list)
+    changes: list[tuple[str, str]] = field(default_factory=list)  # (host, task) of every changed result
     check: bool = False
 
     @property
@@ -41,6 +42,7 @@ class RunResult:
             "check": self.check,
             "recap": self.recap,
             "failures": [vars(f) for f in self.failures],
+            "changes": [{"host": h, "task": t} for h, t in self.changes],
         }
 
 
@@ -62,7 +64,9 @@ def apply_event(result: RunResult, event: dict) -> None:
     """Fold one ansible-runner event into the result."""
     kind = event.get("event", "")
     data = event.get("event_data", {}) or {}
-    if kind == "runner_on_failed" and not data.get("ignore_errors"):
+    if kind == "runner_on_ok" and (data.get("res") or {}).get("changed"):
+        result.changes.append((data.get("host", "?"), data.get("task", "?")))
+    elif kind == "runner_on_failed" and not data.get("ignore_errors"):
         result.failures.append(Failure(data.get("host", "?"), data.get("task", "?"), failure_message(data.get("res", {}))))
     elif kind == "runner_on_unreachable":
         result.failures.append(

@@ -25,14 +25,15 @@ GPUS: dict[str, GpuModel] = {
         GpuModel("h100-pcie", "h100", "nvidia", 80, 2.0, 756.0, 600),
         # NVIDIA H200 datasheet: 141 GB HBM3e, 4.8 TB/s, same compute as H100 SXM, NVLink 900 GB/s.
         GpuModel("h200", "h200", "nvidia", 141, 4.8, 989.0, 900),
-        # NVIDIA HGX B200 datasheet: 180 GB HBM3e per GPU (1.44 TB per 8), 7.7 TB/s, 2.25 PF bf16 dense, NVLink 5 1.8 TB/s.
-        GpuModel("b200", "b200", "nvidia", 180, 7.7, 2250.0, 1800),
+        # NVIDIA DGX B200 datasheet: 1,440 GB HBM3e and 64 TB/s per 8 GPUs (180 GB, 8 TB/s each); HGX B200: 2.25 PF
+        # bf16 dense per GPU (4.5 PF with sparsity), NVLink 5 1.8 TB/s.
+        GpuModel("b200", "b200", "nvidia", 180, 8.0, 2250.0, 1800),
         # NVIDIA A100 datasheet (80GB SXM): 2,039 GB/s, 312 TF bf16 dense, NVLink 600 GB/s.
         GpuModel("a100-80gb", "a100", "nvidia", 80, 2.039, 312.0, 600),
         # NVIDIA A100 datasheet (40GB SXM): 1,555 GB/s.
         GpuModel("a100-40gb", "a100", "nvidia", 40, 1.555, 312.0, 600),
-        # NVIDIA L40S datasheet: 48 GB GDDR6, 864 GB/s, 733 TF bf16 with sparsity -> 366 dense, no NVLink.
-        GpuModel("l40s", "l40s", "nvidia", 48, 0.864, 366.0, 0),
+        # NVIDIA L40S datasheet: 48 GB GDDR6, 864 GB/s, bf16 362.05 TF dense (733 with sparsity), no NVLink.
+        GpuModel("l40s", "l40s", "nvidia", 48, 0.864, 362.05, 0),
         # AMD Instinct MI300X datasheet: 192 GB HBM3, 5.3 TB/s, 1,307 TF bf16 dense, 7x128 GB/s Infinity Fabric = 896 GB/s.
         GpuModel("mi300x", "mi300x", "amd", 192, 5.3, 1307.4, 896),
     )

@@ -12,6 +12,7 @@ class SshTarget:
     jump_host: str | None = None
     become: bool = False
     private_key_file: str | None = None
+    known_hosts_file: str | None = None
 
 
 @dataclass(frozen=True)

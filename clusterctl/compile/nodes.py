@@ -11,7 +11,7 @@ from clusterctl.spec.pools import AwsPool, LocalPool, OnpremPool
 
 
 def ssh_target(ssh) -> SshTarget:
-    return SshTarget(ssh.user, ssh.port, ssh.jump_host, ssh.become, ssh.private_key_file)
+    return SshTarget(ssh.user, ssh.port, ssh.jump_host, ssh.become, ssh.private_key_file, ssh.known_hosts_file)
 
 
 def controller_node(spec: ClusterSpec) -> Node:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from clusterctl.compile.model import ClusterPlan, Node
 from clusterctl.render import layout
 from clusterctl.render.yamlout import dump_yaml
+from clusterctl.sshargs import common_args_string
 
 
 def _host_vars(n: Node) -> dict:
@@ -16,8 +17,9 @@ def _host_vars(n: Node) -> dict:
         hv["ansible_port"] = n.ssh.port
     if n.ssh.become:
         hv["ansible_become"] = True
-    if n.ssh.jump_host:
-        hv["ansible_ssh_common_args"] = f"-o ProxyJump={n.ssh.jump_host}"
+    common = common_args_string(n.ssh)
+    if common:
+        hv["ansible_ssh_common_args"] = common
     if n.ssh.private_key_file:
         hv["ansible_ssh_private_key_file"] = n.ssh.private_key_file
     hv["clusterctl_node_provider"] = n.provider
@@ -42,7 +44,6 @@ def inventory(plan: ClusterPlan) -> dict:
 
 
 def all_vars(plan: ClusterPlan) -> dict:
-    cache = plan.local_cache
     return {
         "clusterctl_cluster": plan.name,
         "clusterctl_controller": plan.controller.name,
@@ -67,25 +68,35 @@ def all_vars(plan: ClusterPlan) -> dict:
             "nccl_env": layout.NODE_NCCL_ENV,
             "health_conf": layout.NODE_HEALTH_CONF,
         },
-        "clusterctl_mounts": [
-            {"kind": m.kind, "source": m.source, "path": m.mount_point, "options": m.options, "lnet_networks": m.lnet_networks,
-             # The login node (the controller) mounts every shared filesystem: users stage data there.
-             "groups": ["slurm_controller"] + [layout.pool_group(p) for p in m.pools]}
-            for m in plan.mounts
-        ],
-        "clusterctl_local_cache": None if cache is None else {
-            "devices": list(cache.devices) if cache.devices is not None else "auto",
-            "filesystem": cache.filesystem,
-            "path": cache.mount_point,
-            "raid0": cache.raid0,
-            "reformat": cache.reformat,
-            "groups": [layout.pool_group(p) for p in cache.pools],
-        },
     }
+
+
+def _mount(m) -> dict:
+    return {"kind": m.kind, "source": m.source, "path": m.mount_point, "options": m.options, "lnet_networks": m.lnet_networks}
+
+
+def _cache(plan: ClusterPlan, pool_name: str | None) -> dict | None:
+    c = plan.local_cache
+    if c is None or pool_name not in c.pools:
+        return None
+    return {
+        "devices": list(c.devices) if c.devices is not None else "auto",
+        "filesystem": c.filesystem,
+        "path": c.mount_point,
+        "raid0": c.raid0,
+        "reformat": c.reformat,
+    }
+
+
+def controller_vars(plan: ClusterPlan) -> dict:
+    # The login node mounts every shared filesystem (users stage data there); it has no dataset cache.
+    return {"clusterctl_node_mounts": [_mount(m) for m in plan.mounts], "clusterctl_node_cache": None}
 
 
 def pool_vars(plan: ClusterPlan, pool) -> dict:
     return {
+        "clusterctl_node_mounts": [_mount(m) for m in plan.mounts if pool.name in m.pools],
+        "clusterctl_node_cache": _cache(plan, pool.name),
         "clusterctl_pool": pool.name,
         "clusterctl_gpus": pool.gpus_per_node,
         "clusterctl_gpu_model": pool.gpu_model,
@@ -100,6 +111,7 @@ def render_ansible(plan: ClusterPlan) -> dict[str, str]:
     files = {
         layout.INVENTORY: dump_yaml(inventory(plan)),
         f"{layout.GROUP_VARS}/all.yml": dump_yaml(all_vars(plan)),
+        f"{layout.GROUP_VARS}/slurm_controller.yml": dump_yaml(controller_vars(plan)),
     }
     for p in plan.pools:
         files[f"{layout.GROUP_VARS}/{layout.pool_group(p.name)}.yml"] = dump_yaml(pool_vars(plan, p))

@@ -23,6 +23,9 @@ class SshSpec(SpecModel):
     jump_host: str | None = spec_field(None, description="Bastion as [user@]host[:port] (OpenSSH ProxyJump).")
     become: bool = spec_field(False, description="Escalate with sudo after login (needed when user is not root).")
     private_key_file: str | None = spec_field(None, description="Private key path; default: the SSH agent / ~/.ssh config.")
+    known_hosts_file: str | None = spec_field(
+        None, description="Pin host keys: check hosts (and the jump host) strictly against this file instead of ~/.ssh/known_hosts."
+    )
 
 
 class HostGroup(SpecModel):
