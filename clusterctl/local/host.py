@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from clusterctl.local.errors import LabError
-from clusterctl.local.mounts import is_mountpoint
 from clusterctl.local.proc import host_env, run, which
 
 # tool -> Debian/Ubuntu package providing it
@@ -70,14 +69,27 @@ def systemd_booted() -> bool:
 
 
 def ensure_run_systemd() -> None:
-    """nspawn keeps its propagation dirs under /run/systemd/nspawn; on hosts without systemd (containers,
-    sandboxes) /run may be a plain directory, so give it a tmpfs as nspawn expects. Never over systemd's own."""
+    """nspawn keeps per-run state (propagation dirs, image locks) under /run/systemd/nspawn and assumes /run is
+    volatile. On hosts without systemd (containers, sandboxes) /run may sit on the root disk, so that state would
+    survive a host reboot; give nspawn's own directory a tmpfs. Only that directory: over all of /run/systemd it
+    would hide elogind's or other tools' state. Never on systemd hosts (there /run is already a tmpfs)."""
     if systemd_booted():
         return
-    path = Path("/run/systemd")
+    path = Path("/run/systemd/nspawn")
     path.mkdir(parents=True, exist_ok=True)
-    if not is_mountpoint(path):
-        run(["mount", "-t", "tmpfs", "-o", "mode=755", "tmpfs", str(path)], what="mounting tmpfs on /run/systemd")
+    if _fstype(str(path)) != "tmpfs":
+        run(["mount", "-t", "tmpfs", "-o", "mode=755", "tmpfs", str(path)], what=f"mounting tmpfs on {path}")
+
+
+def _fstype(path: str) -> str | None:
+    """Filesystem type of the mount containing path (longest matching mount point)."""
+    best, kind = "", None
+    real = os.path.realpath(path)
+    for line in Path("/proc/self/mounts").read_text().splitlines():
+        mp, fstype = line.split()[1:3]
+        if (real == mp or real.startswith(mp.rstrip("/") + "/")) and len(mp) >= len(best):
+            best, kind = mp, fstype
+    return kind
 
 
 def ensure_ip_forward(log: Callable[[str], None]) -> None:

@@ -30,7 +30,7 @@ def run(argv: list[str], *, what: str | None = None, check: bool = True, timeout
     """Run argv; on failure raise LabError naming the step (`what`) with the command's stderr."""
     exe = which(argv[0]) or argv[0]
     try:
-        cp = subprocess.run([exe, *argv[1:]], capture_output=True, text=True, timeout=timeout, input=input,
+        cp = subprocess.run([exe, *argv[1:]], check=False, capture_output=True, text=True, timeout=timeout, input=input,
                             env=env or host_env(), stdin=None if input is not None else subprocess.DEVNULL)
     except FileNotFoundError:
         raise LabError(f"{what or argv[0]}: command not found: {argv[0]} (run `Lab.ensure_host_prereqs()` / "

@@ -8,8 +8,8 @@ import hashlib
 import json
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from clusterctl.local.errors import LabError
 from clusterctl.local.mounts import remove_tree
@@ -55,7 +55,7 @@ def ensure_base(cache_dir: Path, suite: str, mirror: str, log: Callable[[str], N
         with open(logfile, "w") as out:
             import subprocess  # local: only this step streams output to a log file
 
-            rc = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            rc = subprocess.run(argv, check=False, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 env=host_env(DEBIAN_FRONTEND="noninteractive")).returncode
         if rc != 0:
             tail = "\n".join(logfile.read_text(errors="replace").splitlines()[-15:])

@@ -11,6 +11,7 @@ from clusterctl.local.errors import LabError
 
 # Names end up in hostnames, netns names, cgroup names and /etc/hosts: keep them to one lowercase DNS label.
 _LABEL = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
+MAX_DISK_MB = 16 * 1024 * 1024  # 16 TiB: sparse, so only what the node writes costs host disk space
 
 
 @dataclass(frozen=True)
@@ -18,6 +19,9 @@ class LabNode:
     name: str  # hostname and machine name, e.g. "lab-ctl", "gpu001"
     address: str  # IPv4 inside the lab subnet, e.g. "10.213.0.11"
     gpus: int = 0  # fake /dev/nvidiaN device nodes to create
+    # > 0: a fake local NVMe disk of this many MiB, /dev/nvme0n1 inside the node (a sparse file on a host loop
+    # device, kept across up() and node reboots, deleted by down()). mkfs.xfs needs more than 300.
+    disk_mb: int = 0
 
 
 @dataclass(frozen=True)
@@ -27,7 +31,7 @@ class LabSpec:
     gateway: str  # host-side address in the subnet (on the bridge), e.g. "10.213.0.1"
     nodes: tuple[LabNode, ...]
     state_dir: Path  # per-cluster: overlays, ssh key, known_hosts, logs, pid files
-    cache_dir: Path  # shared across clusters: the debootstrapped base rootfs
+    cache_dir: Path  # shared across clusters: the debootstrapped base rootfs, the nodes' apt package cache
     suite: str = "bookworm"
     mirror: str = "http://deb.debian.org/debian"
 
@@ -73,6 +77,8 @@ class LabSpec:
             names.add(n.name)
             if not isinstance(n.gpus, int) or not 0 <= n.gpus <= 64:
                 yield f"node {n.name}: gpus must be an integer 0..64, got {n.gpus!r}"
+            if isinstance(n.disk_mb, bool) or not isinstance(n.disk_mb, int) or not 0 <= n.disk_mb <= MAX_DISK_MB:
+                yield f"node {n.name}: disk_mb must be an integer 0..{MAX_DISK_MB} (MiB), got {n.disk_mb!r}"
 
     @property
     def prefixlen(self) -> int:
@@ -94,3 +100,5 @@ class NodeStatus:
     leader_pid: int | None  # host pid of the node's init (systemd), for nsenter
     ssh_reachable: bool  # `ssh root@address true` succeeded with strict host key checking
     gpus: int | None  # /dev/nvidiaN nodes present inside the node (None when not running)
+    disk: str | None = None  # host loop device backing the node's /dev/nvme0n1 (None: no disk, or not attached)
+    disk_in_node: bool | None = None  # /dev/nvme0n1 exists inside the node as that block device (None: not running)
