@@ -162,8 +162,10 @@ class Output(str, Enum):
 def up(
     spec: Path = SpecArg,
     output: Output = typer.Option(Output.text, "--output", "-o", help="json: no live view, one JSON report on stdout."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Make the previewed cloud changes without asking (pipelines)."),
 ) -> None:
-    """Bring the cluster to the spec: lab nodes or owned hosts converged with Ansible, then a smoke job.
+    """Bring the cluster to the spec: cloud resources (AWS: preflight, preview, confirm), then lab nodes or hosts
+    converged with Ansible, then a smoke job.
 
     Safe to repeat: a second run repairs what an interrupted or failed one left. Exit 0 when the smoke job passed.
     """
@@ -171,12 +173,25 @@ def up(
 
     from clusterctl.apply.up import print_summary
     from clusterctl.apply.up import up as do_up
-    from clusterctl.cli_output import console
+    from clusterctl.cli_output import console, print_findings
 
     cluster = _load(spec)
     quiet = output is Output.json
     out = console(stderr=quiet)
-    report, plan, access = do_up(cluster, out, quiet=quiet)
+
+    def confirm(preview) -> bool:
+        from clusterctl.cloud.progress import print_changes
+
+        print_changes(out, preview.changes)
+        if yes:
+            return True
+        if not out.is_terminal or quiet:
+            out.print("not confirmed: pass --yes to make these changes without a terminal")
+            return False
+        return typer.confirm("make these AWS changes?")
+
+    report, plan, access = do_up(cluster, out, quiet=quiet, confirm=confirm,
+                                 on_findings=lambda fs: print_findings(fs, str(spec), stderr=True))
     if quiet:
         sys.stdout.write(json.dumps(report.to_dict(plan, access), indent=2) + "\n")
     else:

@@ -28,8 +28,7 @@ class Remote:
         argv = ["ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=10", "-p", str(n.ssh.port)]
         if self.opts.private_key:
             argv += ["-i", str(self.opts.private_key), "-o", "IdentitiesOnly=yes"]
-        if self.opts.known_hosts:
-            argv += ["-o", f"UserKnownHostsFile={self.opts.known_hosts}", "-o", "StrictHostKeyChecking=yes"]
+        argv += self.opts.host_key_args
         argv += option_args(n.ssh)
         remote = f"sudo -n sh -c {shlex.quote(command)}" if n.ssh.become else command
         return argv + [f"{n.ssh.user}@{n.address}", remote]

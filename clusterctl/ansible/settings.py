@@ -17,6 +17,15 @@ from pathlib import Path
 class SshOptions:
     private_key: Path | None = None
     known_hosts: Path | None = None  # strict host key checking against this file when given
+    # Cloud instances are new on every launch: their first key is recorded (accept-new), later changes refused.
+    accept_new: bool = False
+
+    @property
+    def host_key_args(self) -> list[str]:
+        if not self.known_hosts:
+            return []
+        return ["-o", f"UserKnownHostsFile={self.known_hosts}",
+                "-o", f"StrictHostKeyChecking={'accept-new' if self.accept_new else 'yes'}"]
 
 
 def ansible_env(hosts: int, fact_cache: Path, ssh: SshOptions, fast: bool = True) -> dict[str, str]:
@@ -25,8 +34,8 @@ def ansible_env(hosts: int, fact_cache: Path, ssh: SshOptions, fast: bool = True
         ssh_args += ["-o ControlMaster=auto", "-o ControlPersist=120s"]
     else:
         ssh_args += ["-o ControlMaster=no"]
-    if ssh.known_hosts:
-        ssh_args += [f"-o UserKnownHostsFile={ssh.known_hosts}", "-o StrictHostKeyChecking=yes"]
+    args = ssh.host_key_args
+    ssh_args += [f"{args[i]} {args[i + 1]}" for i in range(0, len(args), 2)]
     env = {
         # ansible-playbook lives next to the interpreter running clusterctl (venv, pyenv or system).
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",

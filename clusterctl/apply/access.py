@@ -22,6 +22,10 @@ class Access:
 
 def access_for(plan: ClusterPlan, state: ClusterState, log=print) -> Access:
     if plan.lab is None:
+        if plan.controller.provider == "aws" or plan.aws_pools:
+            # The cluster's own admin key (made by the cloud engine, installed by cloud-init) and its own known_hosts.
+            key = state.secrets_dir / "aws_admin_ed25519"
+            return Access(SshOptions(private_key=key, known_hosts=state.dir / "known_hosts", accept_new=True), None)
         return Access(SshOptions(), None)
     from clusterctl.apply.lab import lab_for
 

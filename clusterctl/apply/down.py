@@ -34,6 +34,12 @@ def running_jobs(access, plan: ClusterPlan) -> list[str]:
 def down(spec, console, force: bool = False, quiet: bool = False) -> dict:
     from clusterctl.render import render_spec
 
+    from clusterctl.apply.up import has_aws
+
+    if has_aws(spec):
+        from clusterctl.cloud.automation import require_pulumi_cli
+
+        require_pulumi_cli()  # the stack can only be destroyed through Pulumi: say so before draining anything
     state = ClusterState(spec.name)
     with state.lock("down"):
         plan, _ = render_spec(spec)
@@ -43,8 +49,10 @@ def down(spec, console, force: bool = False, quiet: bool = False) -> dict:
             raise JobsRunning(f"{len(jobs)} job(s) running on cluster {plan.name} (first: {jobs[0]}); "
                               "wait for them or pass --force")
         result = {"cluster": plan.name, "jobs_killed": len(jobs) if force else 0}
-        owned = [n for n in plan.all_nodes if n.provider == "onprem"]
-        if owned:
+        # Owned and rented nodes are drained and their Slurm stopped first (through the last build's inventory,
+        # which holds the cloud nodes' addresses); for rented ones a failure here does not stop the destroy.
+        remote = [n for n in plan.all_nodes if n.provider in ("onprem", "aws")]
+        if remote:
             build = state.dir / "build"
             if not (build / layout.INVENTORY).exists():
                 raise ClusterctlError(f"no build for {plan.name} in {state.dir}: was it ever brought up from here?")
@@ -53,6 +61,13 @@ def down(spec, console, force: bool = False, quiet: bool = False) -> dict:
             if not quiet:
                 print_recap(console, r)
             result["owned"] = r.to_dict()
+            if not r.ok and not has_aws(spec):
+                raise ClusterctlError(f"stopping Slurm failed on {len(r.failures)} host(s); nothing else was changed")
+        if has_aws(spec):
+            from clusterctl.cloud.up import cloud_down
+
+            # Exactly the stack this cluster's state names: nothing else in the account is looked at.
+            result["aws"] = cloud_down(plan, state, console=console, quiet=quiet)
         if access.lab is not None:
             access.lab.down()
             result["lab_removed"] = [n.name for n in plan.all_nodes if n.provider == "local"]

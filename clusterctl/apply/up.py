@@ -82,18 +82,30 @@ def converge(plan_build: Path, access: Access, munge_key: Path, console, quiet: 
         return run_playbook(run, on_event=progress.event)
 
 
-def up(spec, console, quiet: bool = False, fast: bool = True) -> tuple[UpReport, ClusterPlan, Access]:
-    """Bring the cluster to the spec. Raises ApplyError only for what stops it before converging."""
-    unsupported = [p.name for p in spec.pools if p.provider == "aws"] + (["controller"] if spec.controller.provider == "aws" else [])
-    if unsupported:
-        raise ApplyError(
-            f"aws capacity ({', '.join(unsupported)}) is provisioned by the Pulumi engine, which this build of clusterctl "
-            "does not include yet; `up` handles local and onprem pools. Nothing was changed."
-        )
+def has_aws(spec) -> bool:
+    return spec.controller.provider == "aws" or any(p.provider == "aws" for p in spec.pools)
+
+
+def up(spec, console, quiet: bool = False, fast: bool = True, confirm=None, on_findings=None) -> tuple[UpReport, ClusterPlan, Access]:
+    """Bring the cluster to the spec. Raises (before converging) when the cloud part cannot go ahead.
+
+    confirm(preview) -> bool decides whether the previewed AWS changes are made (the CLI asks, or --yes).
+    """
+    if has_aws(spec):
+        from clusterctl.cloud.automation import require_pulumi_cli
+
+        require_pulumi_cli()  # before anything, the state dir included: without the CLI nothing may change
     state = ClusterState(spec.name)
     log = (lambda msg: None) if quiet else (lambda msg: console.print(f"  {msg}", highlight=False))
     with state.lock("up"):
         plan, files = render_spec(spec)
+        if has_aws(spec):
+            from clusterctl.apply.cloud import cloud_facts
+            from clusterctl.cloud.up import cloud_up
+
+            result = cloud_up(plan, state, confirm=confirm or (lambda preview: False), console=console, quiet=quiet,
+                              on_findings=on_findings)
+            plan, files = render_spec(spec, cloud_facts(result.outputs))
         build = state.dir / "build"
         write_build(files, build)
         access = access_for(plan, state, log)

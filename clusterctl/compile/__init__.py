@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from clusterctl.compile.model import ClusterPlan, Lab, PoolPlan, SlurmSettings
+from clusterctl.compile.model import ClusterPlan, Lab, LiveFacts, PoolPlan, SlurmSettings
 from clusterctl.compile.nccl import nccl_env
 from clusterctl.compile.nodes import controller_node, lab_prefix_len, pool_nodes
 from clusterctl.compile.partitions import partitions
@@ -14,20 +14,21 @@ from clusterctl.spec import effective as eff
 from clusterctl.spec.cluster import ClusterSpec
 from clusterctl.spec.pools import AwsPool
 
-__all__ = ["ClusterPlan", "compile_plan"]
+__all__ = ["ClusterPlan", "LiveFacts", "compile_plan"]
 
 
-def compile_plan(spec: ClusterSpec, addresses: dict[str, str] | None = None) -> ClusterPlan:
-    """Decide every concrete fact of the cluster. `addresses` maps cloud node names to addresses once they exist."""
-    nodes, switches = assign_leaves(spec, pool_nodes(spec, addresses))
-    all_mounts = mounts(spec)
+def compile_plan(spec: ClusterSpec, facts: LiveFacts | None = None) -> ClusterPlan:
+    """Decide every concrete fact of the cluster. `facts`: what the cloud stack reported (addresses, FSx names)."""
+    facts = facts or LiveFacts()
+    nodes, switches = assign_leaves(spec, pool_nodes(spec, facts))
+    all_mounts = mounts(spec, facts)
     cache = local_cache(spec)
     slurm = spec.scheduler.slurm
     has_local = any(p.provider == "local" for p in spec.pools) or spec.controller.provider == "local"
     major, minor = (int(x) for x in re.match(r"(\d+)\.(\d+)", spec.software.slurm).groups())
     return ClusterPlan(
         name=spec.name,
-        controller=controller_node(spec),
+        controller=controller_node(spec, facts),
         nodes=tuple(nodes),
         pools=tuple(_pool_plan(spec, p, nodes, all_mounts, cache) for p in spec.pools),
         partitions=partitions(spec, nodes),

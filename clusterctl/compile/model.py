@@ -16,6 +16,15 @@ class SshTarget:
 
 
 @dataclass(frozen=True)
+class LiveFacts:
+    """What exists only once cloud resources do (the stack's outputs); compile takes them as input."""
+
+    addresses: dict = field(default_factory=dict)  # node name (the controller too) -> private IPv4
+    jump_host: str | None = None  # user@public address of the aws controller: how cloud nodes are reached
+    mount_sources: dict = field(default_factory=dict)  # mount point -> source (FSx: <dns>@tcp:/<mountname>)
+
+
+@dataclass(frozen=True)
 class Node:
     name: str
     pool: str | None  # None for the controller

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ipaddress import IPv4Network
 
-from clusterctl.compile.model import Node, SshTarget
+from clusterctl.compile.model import LiveFacts, Node, SshTarget
 from clusterctl.spec import effective as eff
 from clusterctl.spec.cluster import ClusterSpec
 from clusterctl.spec.pools import AwsPool, LocalPool, OnpremPool
@@ -14,25 +14,32 @@ def ssh_target(ssh) -> SshTarget:
     return SshTarget(ssh.user, ssh.port, ssh.jump_host, ssh.become, ssh.private_key_file, ssh.known_hosts_file)
 
 
-def controller_node(spec: ClusterSpec) -> Node:
+# Debian's cloud images log in as admin, who may sudo: the Ansible user of every aws instance.
+AWS_ADMIN = "admin"
+
+
+def controller_node(spec: ClusterSpec, facts: LiveFacts) -> Node:
     c = spec.controller
-    address = c.address
+    name = eff.controller_name(spec)
+    address, ssh = c.address, ssh_target(c.ssh)
     if c.provider == "local":
         address = eff.lab_addresses(spec)[0]
+    elif c.provider == "aws":
+        # Reached on its public address (the jump host); its private one is what the cluster uses.
+        address, ssh = facts.addresses.get(name), SshTarget(user=AWS_ADMIN, become=True, jump_host=facts.jump_host)
     return Node(
-        name=eff.controller_name(spec),
+        name=name,
         pool=None,
         provider=c.provider,
         role="controller",
         address=address,
         instance_type=c.instance_type if c.provider == "aws" else None,
-        ssh=ssh_target(c.ssh),
+        ssh=ssh,
     )
 
 
-def pool_nodes(spec: ClusterSpec, addresses: dict[str, str] | None = None) -> list[Node]:
-    """Every compute node in spec order. `addresses` supplies cloud nodes' addresses once instances exist."""
-    addresses = addresses or {}
+def pool_nodes(spec: ClusterSpec, facts: LiveFacts) -> list[Node]:
+    """Every compute node in spec order. `facts` supplies cloud nodes' addresses once instances exist."""
     lab_free = iter(eff.lab_addresses(spec)[1:])
     out: list[Node] = []
     for pool in spec.pools:
@@ -57,10 +64,10 @@ def pool_nodes(spec: ClusterSpec, addresses: dict[str, str] | None = None) -> li
             out += [
                 Node(
                     name=n,
-                    address=addresses.get(n),
+                    address=facts.addresses.get(n),
                     cloud=i >= static,
                     instance_type=pool.instance_type,
-                    ssh=SshTarget(user="admin", become=True),  # Debian cloud images log in as admin
+                    ssh=SshTarget(user=AWS_ADMIN, become=True, jump_host=facts.jump_host),
                     **common,
                 )
                 for i, n in enumerate(eff.generated_names(pool))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from clusterctl.compile.model import Fsx, Health, LocalCache, Mount
+from clusterctl.compile.model import Fsx, Health, LiveFacts, LocalCache, Mount
 from clusterctl.spec import effective as eff
 from clusterctl.spec.cluster import ClusterSpec
 from clusterctl.spec.storage import FsxLustreFS, LustreFS, NfsFS
@@ -10,7 +10,7 @@ from clusterctl.spec.storage import FsxLustreFS, LustreFS, NfsFS
 FSX_OPTIONS = "relatime,flock"  # AWS's recommended FSx for Lustre client mount options
 
 
-def mounts(spec: ClusterSpec) -> tuple[Mount, ...]:
+def mounts(spec: ClusterSpec, facts: LiveFacts) -> tuple[Mount, ...]:
     every = tuple(p.name for p in spec.pools)
     out = []
     for fs in spec.storage.shared:
@@ -19,8 +19,8 @@ def mounts(spec: ClusterSpec) -> tuple[Mount, ...]:
             # Failover MGS NIDs are joined with ':' before the filesystem name.
             out.append(Mount("lustre", ":".join(fs.mgs_nids) + f":/{fs.fs_name}", fs.mount_point, fs.mount_options, pools, fs.lnet_networks))
         elif isinstance(fs, FsxLustreFS):
-            # The DNS and mount names exist only after the stack is created; the cloud engine fills them in.
-            out.append(Mount("fsx-lustre", "", fs.mount_point, FSX_OPTIONS, pools))
+            # The DNS and mount names exist only once the stack created the filesystem (the stack's outputs).
+            out.append(Mount("fsx-lustre", facts.mount_sources.get(fs.mount_point, ""), fs.mount_point, FSX_OPTIONS, pools))
         elif isinstance(fs, NfsFS):
             out.append(Mount("nfs", f"{fs.server}:{fs.export}", fs.mount_point, fs.options, pools))
     return tuple(out)

@@ -7,7 +7,7 @@ import json
 
 from clusterctl import __version__
 from clusterctl.compile import compile_plan
-from clusterctl.compile.model import ClusterPlan
+from clusterctl.compile.model import ClusterPlan, LiveFacts
 from clusterctl.render import layout
 from clusterctl.render.ansible import render_ansible
 from clusterctl.render.cloud import render_cloud
@@ -44,6 +44,6 @@ def render_plan(plan: ClusterPlan, spec: ClusterSpec) -> dict[str, str]:
     return dict(sorted(files.items()))
 
 
-def render_spec(spec: ClusterSpec, addresses: dict[str, str] | None = None) -> tuple[ClusterPlan, dict[str, str]]:
-    plan = compile_plan(spec, addresses)
+def render_spec(spec: ClusterSpec, facts: LiveFacts | None = None) -> tuple[ClusterPlan, dict[str, str]]:
+    plan = compile_plan(spec, facts)
     return plan, render_plan(plan, spec)
