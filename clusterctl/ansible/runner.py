@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import shlex
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -33,6 +36,27 @@ class PlaybookRun:
     inventory: Path | None = None  # default: the build's rendered inventory
 
 
+def _tied_to_us(private: Path, env: dict[str, str]) -> dict[str, str]:
+    """Make ansible-playbook die with clusterctl.
+
+    ansible-runner starts it in a session of its own that ignores SIGHUP, so a killed (or Ctrl-C'd) clusterctl would
+    leave it converging on its own, racing the next `up`. A wrapper first on PATH execs it under
+    `setpriv --pdeathsig KILL`: the kernel kills it the moment its parent, this process, goes away.
+    """
+    setpriv = shutil.which("setpriv")
+    real = shutil.which("ansible-playbook", path=env["PATH"])
+    if not setpriv or not real:
+        return env
+    bindir = private / "bin"
+    bindir.mkdir(exist_ok=True)
+    wrapper = bindir / "ansible-playbook"
+    text = f'#!/bin/sh\nexec {shlex.quote(setpriv)} --pdeathsig KILL -- {shlex.quote(real)} "$@"\n'
+    if not wrapper.exists() or wrapper.read_text() != text:
+        wrapper.write_text(text)
+        wrapper.chmod(0o755)
+    return {**env, "PATH": f"{bindir}{os.pathsep}{env['PATH']}"}
+
+
 def run_playbook(run: PlaybookRun, on_event: Callable[[dict], None] | None = None) -> RunResult:
     import ansible_runner
 
@@ -61,7 +85,7 @@ def run_playbook(run: PlaybookRun, on_event: Callable[[dict], None] | None = Non
             playbook=str(playbook),
             inventory=str(inventory),
             extravars=extravars,
-            envvars=ansible_env(hosts, fact_cache, run.ssh, fast=run.fast),
+            envvars=_tied_to_us(private, ansible_env(hosts, fact_cache, run.ssh, fast=run.fast)),
             cmdline=cmdline or None,
             limit=run.limit,
             quiet=True,

@@ -146,6 +146,11 @@ def test_killed_up_is_repaired_by_the_next(env, lab):
     time.sleep(20)  # inside the Ansible run (render + lab check take a few seconds)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
+    # ansible-playbook runs in a session of its own: it must die with clusterctl, not converge on unsupervised.
+    time.sleep(2)
+    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    state_dir = env["CLUSTERCTL_STATE_DIR"]
+    assert not [ln for ln in ps.splitlines() if "ansible-playbook" in ln and state_dir in ln], ps
     r = clusterctl("up", SPEC, "--output", "json", env=env)
     report = json.loads(r.stdout)
     assert report["ok"], report
