@@ -235,6 +235,13 @@ def status(spec: Path = SpecArg, output: Output = typer.Option(Output.text, "--o
         print_status(console(), info)
 
 
+from clusterctl.economics.commands import register as _register_economics  # noqa: E402
+from clusterctl.monitoring.commands import register as _register_check  # noqa: E402
+
+_register_check(app, _load)
+_register_economics(app, _load)
+
+
 def main() -> None:
     """Entry point: run the app; print clusterctl errors without tracebacks (unless --debug)."""
     from clusterctl.errors import ClusterctlError

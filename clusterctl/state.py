@@ -6,15 +6,8 @@ the munge key and SSH keys are secrets.
 
 from __future__ import annotations
 
-import fcntl
-import json
 import os
-import socket
-import time
-from contextlib import contextmanager
 from pathlib import Path
-
-from clusterctl.errors import ClusterctlError
 
 from clusterctl.render.write import read_build, write_build
 
@@ -55,32 +48,17 @@ class ClusterState:
 
         shutil.rmtree(self.applied_dir, ignore_errors=True)
 
-    @contextmanager
+    @property
+    def lock_path(self) -> Path:
+        return self.dir / "lock"
+
     def lock(self, what: str):
-        """One apply at a time per cluster. Held by the OS (flock): a killed clusterctl releases it at once."""
-        self.dir.mkdir(parents=True, exist_ok=True)
-        path = self.dir / "lock"
-        fh = open(path, "a+")
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            fh.seek(0)
-            holder = fh.read().strip() or "another clusterctl"
-            fh.close()
-            raise LockedError(f"cluster {self.cluster} is locked by {holder}; wait for it to finish") from None
-        try:
-            fh.seek(0)
-            fh.truncate()
-            fh.write(json.dumps({"command": what, "pid": os.getpid(), "host": socket.gethostname(),
-                                 "since": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}))
-            fh.flush()
-            yield
-        finally:
-            fh.seek(0)
-            fh.truncate()
-            fcntl.flock(fh, fcntl.LOCK_UN)
-            fh.close()
+        """One apply at a time per cluster (see clusterctl.lock)."""
+        from clusterctl.lock import held
 
+        return held(self.lock_path, self.cluster, what)
 
-class LockedError(ClusterctlError):
-    pass
+    def break_lock(self) -> dict | None:
+        from clusterctl.lock import break_lock
+
+        return break_lock(self.lock_path)

@@ -11,6 +11,7 @@ from clusterctl.compile.model import ClusterPlan, LiveFacts
 from clusterctl.render import layout
 from clusterctl.render.ansible import render_ansible
 from clusterctl.render.cloud import render_cloud
+from clusterctl.monitoring import render_monitoring
 from clusterctl.render.node_files import render_node_files
 from clusterctl.render.slurm import render_slurm
 from clusterctl.spec.cluster import ClusterSpec
@@ -33,6 +34,7 @@ def render_plan(plan: ClusterPlan, spec: ClusterSpec) -> dict[str, str]:
     files.update(render_ansible(plan))
     files.update(render_node_files(plan))
     files.update(render_cloud(plan))
+    files.update(render_monitoring(plan))
     files[layout.PLAN_JSON] = to_json(plan.to_dict())
     files[layout.SPEC_JSON] = to_json(spec.model_dump(mode="json", by_alias=True))
     manifest = {

@@ -1,0 +1,217 @@
+"""The monitoring role and `clusterctl check` on a real lab cluster (3 nspawn nodes, real Slurm, real Prometheus).
+
+Its own lab (cluster `mon`, subnet 10.217.0.0/24, its own state dir) so it never touches another lab. In order:
+- the vendor parts (dcgm-exporter from NVIDIA's repository, Grafana from Grafana's) in check mode on the fresh nodes,
+  with the on-prem example's build pointed at the lab (they cannot be installed here: no vendor repositories);
+- the role for real: Debian's prometheus, prometheus-pushgateway and prometheus-node-exporter, the Slurm metrics
+  timer, Grafana's provisioning files; a second run changes nothing;
+- Prometheus on the controller reports up == 1 for node_exporter on every node (its HTTP API, over SSH);
+- the health check drains a node whose fake GPU device is gone, and SlurmNodeDrained fires with the reason;
+- `clusterctl check` (run_checks) passes with the NCCL row skipped for a stated reason, and fails naming the node
+  while its GPU device is missing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from clusterctl.ansible.runner import PlaybookRun, run_playbook
+from clusterctl.apply.access import access_for
+from clusterctl.compile import compile_plan
+from clusterctl.monitoring import check as c
+from clusterctl.monitoring.render import render_monitoring
+from clusterctl.render import render_spec
+from clusterctl.render.write import write_build
+from clusterctl.render.yamlout import dump_yaml
+from clusterctl.state import ClusterState
+from clusterctl.validate import load_text, load_valid
+from tests.conftest import ROOT
+from tests.helpers import example_dict, to_yaml
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(os.geteuid() != 0, reason="lab nodes need root (network namespaces, systemd-nspawn)"),
+]
+
+
+def clusterctl(*args, env, timeout=1800, check=True):
+    r = subprocess.run([sys.executable, "-m", "clusterctl", *map(str, args)], capture_output=True, text=True, env=env,
+                       timeout=timeout)
+    if check and r.returncode != 0:
+        raise AssertionError(f"clusterctl {' '.join(map(str, args))} -> {r.returncode}\n{r.stdout[-4000:]}\n{r.stderr[-4000:]}")
+    return r
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory):
+    d = tmp_path_factory.mktemp("mon")
+    data = example_dict("lab.yaml")
+    data["name"] = "mon"
+    data["lab"]["subnet"] = "10.217.0.0/24"
+    data["storage"].pop("local_cache", None)  # not what this test is about
+    spec = d / "mon.yaml"
+    spec.write_text(to_yaml(data))
+    assert load_text(spec.read_text()).ok
+    e = dict(os.environ, CLUSTERCTL_STATE_DIR=str(d / "state"))
+    yield e, spec
+    clusterctl("down", spec, "--force", env=e, check=False)
+
+
+@pytest.fixture(scope="module")
+def lab(env):
+    e, spec_path = env
+    os.environ["CLUSTERCTL_STATE_DIR"] = e["CLUSTERCTL_STATE_DIR"]
+    r = clusterctl("up", spec_path, "--output", "json", env=e)
+    assert json.loads(r.stdout)["ok"]
+    spec = load_valid(spec_path)
+    plan = compile_plan(spec)
+    state = ClusterState(spec.name)
+    access = access_for(plan, state, lambda m: None)
+    build = state.dir / "build"
+    # Until render_monitoring is part of render_plan, put its files into the build `up` rendered (same bytes if it is).
+    for rel, text in render_monitoring(plan).items():
+        (build / rel).parent.mkdir(parents=True, exist_ok=True)
+        (build / rel).write_text(text)
+    return spec, plan, access, build
+
+
+def checks(lab):
+    """run_checks as the CLI calls it, on this module's lab (the autouse fixture points the state dir elsewhere)."""
+    spec, plan, access, build = lab
+    return c.run_checks(spec, state=ClusterState(spec.name, root=build.parents[1]))
+
+
+def on(access, plan, node, command, timeout=120, check=True):
+    target = next(n for n in plan.all_nodes if n.name == node)
+    return access.remote(target).run(command, timeout=timeout, check=check)
+
+
+def wait_for(predicate, timeout, interval=5.0):
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = predicate()
+        if last:
+            return last
+        time.sleep(interval)
+    return last
+
+
+def prom(access, plan, path):
+    r = on(access, plan, plan.controller.name, f"curl -sf -m 10 'http://localhost:9090{path}'", check=False)
+    return json.loads(r.stdout)["data"] if r.returncode == 0 and r.stdout else None
+
+
+def test_vendor_parts_in_check_mode(lab, tmp_path):
+    """dcgm-exporter and Grafana come from vendor repositories not reachable here: check mode, on-prem build."""
+    spec, plan, access, _ = lab
+    oplan, files = render_spec(load_valid(ROOT / "examples" / "onprem-64xh100-ib.yaml"))
+    files.update(render_monitoring(oplan))
+    build = tmp_path / "onprem"
+    write_build(files, build)
+    addr = {n.name: n.address for n in plan.all_nodes}
+    hosts = {"atlas-ctl": addr["mon-ctl"], "gpu001": addr["gpu001"], "gpu002": addr["gpu002"]}
+    hv = lambda h: {"ansible_host": hosts[h], "ansible_user": "root", "clusterctl_node_provider": "onprem"}
+    inv = {"all": {"children": {"slurm_controller": {"hosts": {"atlas-ctl": hv("atlas-ctl")}},
+                                "compute": {"children": {"pool_gpu": {"hosts": {"gpu001": hv("gpu001"), "gpu002": hv("gpu002")}}}}}}}
+    (build / "ansible" / "inventory-lab.yml").write_text(dump_yaml(inv))
+    tasks: dict[str, set] = {}
+
+    def record(event):
+        d = event.get("event_data", {})
+        if event.get("event") in ("runner_on_ok", "runner_on_failed", "runner_on_skipped"):
+            tasks.setdefault(d.get("task", ""), set()).add(event["event"].removeprefix("runner_on_"))
+
+    result = run_playbook(PlaybookRun(build_dir=build, playbook="monitoring.yml", inventory=build / "ansible" / "inventory-lab.yml",
+                                      check=True, diff=True, ssh=access.ssh), record)
+    assert result.ok, result.failures
+    for name in ("NVIDIA repository key (DCGM)", "DCGM and dcgm-exporter", "clusterctl's DCGM counter set (the fields the rules and dashboard read)",
+                 "Grafana repository key", "Grafana repository", "Grafana",
+                 "Prometheus and the Pushgateway (Debian packages)", "node_exporter (Debian's prometheus-node-exporter)"):
+        assert "ok" in tasks.get(name, set()), (name, tasks.get(name))
+    r = on(access, plan, "gpu001", "dpkg -l datacenter-gpu-manager-exporter prometheus-node-exporter 2>&1 | grep -c '^ii' || true",
+           check=False)
+    assert r.stdout.strip() == "0"  # check mode installed nothing
+    print("\nvendor tasks in check mode:", {t: sorted(st) for t, st in sorted(tasks.items()) if "DCGM" in t or "Grafana" in t})
+
+
+def test_role_converges_and_is_idempotent(lab):
+    spec, plan, access, build = lab
+    first = run_playbook(PlaybookRun(build_dir=build, playbook="monitoring.yml", ssh=access.ssh))
+    assert first.ok, first.failures
+    second = run_playbook(PlaybookRun(build_dir=build, playbook="monitoring.yml", ssh=access.ssh))
+    assert second.ok, second.failures
+    changed = {h: r["changed"] for h, r in second.recap.items()}
+    assert changed == {"mon-ctl": 0, "gpu001": 0, "gpu002": 0}, changed
+    r = on(access, plan, plan.controller.name,
+           "systemctl is-active prometheus prometheus-pushgateway prometheus-node-exporter clusterctl-slurm-metrics.timer")
+    assert r.stdout.split() == ["active"] * 4
+    r = on(access, plan, plan.controller.name, "test -s /etc/grafana/provisioning/datasources/clusterctl.yml && "
+           "test -s /var/lib/grafana/dashboards/clusterctl/clusterctl-training.json && grep retention /etc/default/prometheus")
+    assert "--storage.tsdb.retention.time=7d" in r.stdout
+
+
+def test_prometheus_sees_every_node_exporter_up(lab):
+    spec, plan, access, _ = lab
+    names = sorted(n.name for n in plan.all_nodes)
+
+    def node_up():
+        data = prom(access, plan, "/api/v1/query?query=up%7Bjob%3D%22node%22%7D")
+        if not data:
+            return None
+        up = {s["metric"]["node"]: s["value"][1] for s in data["result"] if "node" in s["metric"]}
+        return up if sorted(up) == names and set(up.values()) == {"1"} else None
+
+    up = wait_for(node_up, 120)
+    assert up == {n: "1" for n in names}, prom(access, plan, "/api/v1/query?query=up")
+    print(f"\nup{{job=\"node\"}}: {up}")
+    slurm = prom(access, plan, "/api/v1/query?query=slurm_node_state")
+    states = {s["metric"]["node"]: s["metric"]["state"] for s in slurm["result"]}
+    assert set(states) == {"gpu001", "gpu002"}
+
+
+def test_drained_node_alert_fires(lab):
+    spec, plan, access, _ = lab
+    on(access, plan, "gpu001", "mv /dev/nvidia3 /root/nvidia3.away")
+    try:
+        def firing():
+            data = prom(access, plan, "/api/v1/alerts")
+            return next((a for a in (data or {}).get("alerts", []) if a["labels"]["alertname"] == "SlurmNodeDrained"
+                         and a["labels"]["node"] == "gpu001" and a["state"] == "firing"), None)
+
+        # Health check every 60 s -> Slurm drains -> metrics timer (30 s) -> scrape (15 s) -> `for: 1m`.
+        alert = wait_for(firing, 300)
+        assert alert, prom(access, plan, "/api/v1/alerts")
+        assert alert["annotations"]["description"] == "Reason: clusterctl-health: GPU count 7, expected 8"
+        print(f"\nalert: {alert['labels']} {alert['annotations']}")
+
+        rows, ok = checks(lab)
+        assert not ok
+        gpu = next(r for r in rows if r.check == "gpus" and r.node == "gpu001")
+        assert gpu.status == c.FAIL and gpu.detail == "7 /dev/nvidiaN (expected 8)"
+        assert next(r for r in rows if r.check == "slurm state" and r.node == "gpu001").status == c.FAIL
+    finally:
+        on(access, plan, "gpu001", "mv /root/nvidia3.away /dev/nvidia3 && /usr/local/sbin/clusterctl-healthcheck", check=False)
+
+
+def test_check_passes_with_nccl_skipped(lab):
+    spec, plan, access, _ = lab
+
+    def settled():
+        rows, ok = checks(lab)
+        return (rows, ok) if ok else None
+
+    got = wait_for(settled, 120, interval=10)
+    assert got, checks(lab)[0]
+    rows, _ = got
+    nccl = next(r for r in rows if r.check == "nccl all_reduce")
+    assert nccl.status == c.SKIP and "fake /dev/nvidiaN" in nccl.detail
+    assert next(r for r in rows if r.check == "slurm job").status == c.PASS
+    assert next(r for r in rows if r.check == "exporters").status == c.PASS
+    print("\n" + "\n".join(f"{r.check:16} {r.node:14} {r.status:5} {r.detail}" for r in rows))
