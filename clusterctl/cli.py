@@ -5,6 +5,8 @@ Exit codes: 0 success; 1 error (bad spec, failed apply); 2 `plan`: changes pendi
 
 from __future__ import annotations
 
+from rich.markup import escape
+
 import sys
 from enum import Enum
 from pathlib import Path
@@ -134,7 +136,9 @@ def plan(
     against: Optional[Path] = typer.Option(
         None, "--against", help="Compare with this build directory instead of the last applied build."
     ),
-    out: Optional[Path] = typer.Option(None, "--out", help="Also save the report as JSON."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Also save the report as JSON (input of `apply --plan`)."),
+    hosts: bool = typer.Option(False, "--hosts", help="Also run Ansible in check mode on the live hosts (per-host diff)."),
+    cloud: bool = typer.Option(True, "--cloud/--no-cloud", help="Pulumi preview of the aws stack (specs with aws pools)."),
 ) -> None:
     """Show exactly what would change and what each change costs. Exit 0: no changes, 2: changes, 1: error."""
     from clusterctl.diff import build_report
@@ -145,8 +149,16 @@ def plan(
 
     cluster = _load(spec, format)
     _, files = render_spec(cluster)
-    old = read_build(against) if against else ClusterState(cluster.name).applied_build()
+    state = ClusterState(cluster.name)
+    old = read_build(against) if against else state.applied_build()
     report = build_report(cluster.name, old, files)
+    from clusterctl.diff.live import add_cloud, add_cost, add_hosts
+
+    add_cost(report, old, cluster)
+    if cloud:
+        add_cloud(report, cluster, state)
+    if hosts:
+        add_hosts(report, cluster, state, files)
     sys.stdout.write(FORMATS[format.value](report))
     if out:
         out.write_text(as_json(report))
@@ -163,6 +175,7 @@ def up(
     spec: Path = SpecArg,
     output: Output = typer.Option(Output.text, "--output", "-o", help="json: no live view, one JSON report on stdout."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Make the previewed cloud changes without asking (pipelines)."),
+    break_lock: bool = typer.Option(False, "--break-lock", help="Remove another run's lock first (make sure it is gone)."),
 ) -> None:
     """Bring the cluster to the spec: cloud resources (AWS: preflight, preview, confirm), then lab nodes or hosts
     converged with Ansible, then a smoke job.
@@ -178,19 +191,8 @@ def up(
     cluster = _load(spec)
     quiet = output is Output.json
     out = console(stderr=quiet)
-
-    def confirm(preview) -> bool:
-        from clusterctl.cloud.progress import print_changes
-
-        print_changes(out, preview.changes)
-        if yes:
-            return True
-        if not out.is_terminal or quiet:
-            out.print("not confirmed: pass --yes to make these changes without a terminal")
-            return False
-        return typer.confirm("make these AWS changes?")
-
-    report, plan, access = do_up(cluster, out, quiet=quiet, confirm=confirm,
+    _maybe_break_lock(cluster.name, break_lock, out)
+    report, plan, access = do_up(cluster, out, quiet=quiet, confirm=_confirm_cloud(out, yes, quiet),
                                  on_findings=lambda fs: print_findings(fs, str(spec), stderr=True))
     if quiet:
         sys.stdout.write(json.dumps(report.to_dict(plan, access), indent=2) + "\n")
@@ -203,6 +205,7 @@ def up(
 def down(
     spec: Path = SpecArg,
     force: bool = typer.Option(False, "--force", help="Go ahead even while jobs run (they are killed)."),
+    break_lock: bool = typer.Option(False, "--break-lock", help="Remove another run's lock first (make sure it is gone)."),
     output: Output = typer.Option(Output.text, "--output", "-o"),
 ) -> None:
     """Take the cluster down: lab nodes removed completely; owned hosts drained and Slurm stopped (no data touched)."""
@@ -212,6 +215,7 @@ def down(
     from clusterctl.cli_output import console
 
     cluster = _load(spec)
+    _maybe_break_lock(cluster.name, break_lock, console(stderr=True))
     result = do_down(cluster, console(stderr=output is Output.json), force=force, quiet=output is Output.json)
     if output is Output.json:
         sys.stdout.write(json.dumps(result, indent=2) + "\n")
@@ -233,6 +237,89 @@ def status(spec: Path = SpecArg, output: Output = typer.Option(Output.text, "--o
         sys.stdout.write(json.dumps(info, indent=2) + "\n")
     else:
         print_status(console(), info)
+
+
+@app.command()
+def apply(
+    spec: Path = SpecArg,
+    plan_file: Optional[Path] = typer.Option(None, "--plan", help="The reviewed plan (`plan --out`): refused if stale."),
+    allow_replace: bool = typer.Option(False, "--allow-replace", help="Allow changes that replace nodes or resources."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Make the previewed cloud changes without asking."),
+    break_lock: bool = typer.Option(False, "--break-lock", help="Remove another run's lock first (make sure it is gone)."),
+    output: Output = typer.Option(Output.text, "--output", "-o"),
+) -> None:
+    """Apply a spec change as planned: stale plans, forbidden changes and unallowed replacements are refused;
+    drain changes roll out batch by batch. Exit 0 applied (or nothing to do), 1 refused or failed."""
+    import json
+
+    from clusterctl.apply.apply import apply as do_apply
+    from clusterctl.apply.up import print_summary
+    from clusterctl.cli_output import console, print_findings
+
+    cluster = _load(spec)
+    quiet = output is Output.json
+    out = console(stderr=quiet)
+    _maybe_break_lock(cluster.name, break_lock, out)
+    report, up_report, plan, access = do_apply(
+        cluster, out, plan_file=plan_file, allow_replace=allow_replace, quiet=quiet,
+        confirm=_confirm_cloud(out, yes, quiet), on_findings=lambda fs: print_findings(fs, str(spec), stderr=True))
+    if up_report is None:
+        if quiet:
+            sys.stdout.write(json.dumps({"cluster": cluster.name, "ok": True, "changes": False}) + "\n")
+        else:
+            typer.echo(f"cluster {cluster.name}: no changes")
+        raise typer.Exit(0)
+    if quiet:
+        sys.stdout.write(json.dumps({**up_report.to_dict(plan, access), "policy": report.policy}, indent=2) + "\n")
+    else:
+        for b in up_report.batches:
+            out.print(escape(f"batch {', '.join(b['nodes'])}: {b['why']}") + (f" [red]{escape(b['error'])}[/]" if b.get("error") else ""))
+        print_summary(out, up_report, plan, access)
+    raise typer.Exit(0 if up_report.ok else 1)
+
+
+@app.command()
+def drift(spec: Path = SpecArg, output: Output = typer.Option(Output.text, "--output", "-o")) -> None:
+    """Compare the live cluster with the last apply (Ansible check mode on every host; the cloud stack through
+    Pulumi). Exit 0 no drift, 2 drift (names host and file), 1 could not tell."""
+    import json
+
+    from clusterctl.apply.drift import drift as do_drift
+    from clusterctl.apply.drift import print_drift
+    from clusterctl.cli_output import console
+
+    cluster = _load(spec)
+    report = do_drift(cluster, console(stderr=True) if output is Output.text else None)
+    if output is Output.json:
+        sys.stdout.write(json.dumps(report, indent=2) + "\n")
+    else:
+        print_drift(console(), report)
+    raise typer.Exit(2 if report["drift"] else 0 if report["complete"] else 1)
+
+
+def _confirm_cloud(out, yes: bool, quiet: bool):
+    def confirm(preview) -> bool:
+        from clusterctl.cloud.progress import print_changes
+
+        print_changes(out, preview.changes)
+        if yes:
+            return True
+        if not out.is_terminal or quiet:
+            out.print("not confirmed: pass --yes to make these changes without a terminal")
+            return False
+        return typer.confirm("make these AWS changes?")
+
+    return confirm
+
+
+def _maybe_break_lock(cluster: str, break_lock: bool, out) -> None:
+    if not break_lock:
+        return
+    from clusterctl.lock import describe
+    from clusterctl.state import ClusterState
+
+    holder = ClusterState(cluster).break_lock()
+    out.print(f"lock removed (was held by {describe(holder)})" if holder else "no lock was held", markup=False)
 
 
 from clusterctl.economics.commands import register as _register_economics  # noqa: E402
@@ -274,7 +361,7 @@ def _fail(message: str, findings, code: int) -> None:
         import traceback
 
         traceback.print_exc()
-    console(stderr=True).print(f"[bold red]error:[/] {message}", markup=True, highlight=False)
+    console(stderr=True).print(f"[bold red]error:[/] {escape(message)}", highlight=False)
     sys.exit(code)
 
 

@@ -3,37 +3,19 @@ lines otherwise; then a per-host recap and the failures with host, task and mess
 
 from __future__ import annotations
 
-import time
+from rich.markup import escape
 
 from clusterctl.ansible.result import RunResult
+from clusterctl.liveview import LiveView
 
 
-class Progress:
+class Progress(LiveView):
     """Consumes ansible-runner events. Use as a context manager around the run."""
 
     def __init__(self, console, title: str, quiet: bool = False):
-        self.console = console
-        self.title = title
-        self.quiet = quiet
+        super().__init__(console, title, quiet)
         self.play = ""
         self.hosts: dict[str, dict] = {}
-        self.live = None
-        self._last = 0.0
-
-    def __enter__(self):
-        if not self.quiet and self.console.is_terminal:
-            from rich.live import Live
-
-            self.live = Live(self._table(), console=self.console, refresh_per_second=4, transient=True)
-            self.live.__enter__()
-        elif not self.quiet:
-            self.console.print(f"{self.title} ...")
-        return self
-
-    def __exit__(self, *exc):
-        if self.live is not None:
-            self.live.__exit__(*exc)
-        return False
 
     def event(self, event: dict) -> None:
         kind = event.get("event", "")
@@ -41,8 +23,7 @@ class Progress:
         host = data.get("host")
         if kind == "playbook_on_play_start":
             self.play = data.get("play", "")
-            if self.live is None and not self.quiet:
-                self.console.print(f"  play: {self.play}")
+            self.say(f"  play: {self.play}")
         elif kind == "runner_on_start" and host:
             self.hosts.setdefault(host, {"ok": 0, "changed": 0, "failed": 0})
             self.hosts[host].update(play=self.play, task=data.get("task", ""))
@@ -53,11 +34,8 @@ class Progress:
                 h["changed"] += 1 if (data.get("res") or {}).get("changed") else 0
             elif kind != "runner_on_skipped" and not data.get("ignore_errors"):
                 h["failed"] += 1
-                if self.live is None and not self.quiet:
-                    self.console.print(f"  [red]failed[/] {host}: {data.get('task')}", highlight=False)
-        if self.live is not None and time.monotonic() - self._last > 0.2:
-            self._last = time.monotonic()
-            self.live.update(self._table())
+                self.say(f"  [red]failed[/] {host}: {data.get('task')}")
+        self.refresh()
 
     def _table(self):
         from rich.table import Table
@@ -83,4 +61,4 @@ def print_recap(console, result: RunResult) -> None:
     console.print(t)
     for f in result.failures:
         kind = "unreachable" if f.unreachable else "failed"
-        console.print(f"[red]{kind}[/] {f.host} | {f.task} | {f.message}", highlight=False)
+        console.print(f"[red]{kind}[/] " + escape(f"{f.host} | {f.task} | {f.message}"), highlight=False)

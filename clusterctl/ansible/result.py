@@ -77,3 +77,17 @@ def apply_event(result: RunResult, event: dict) -> None:
         for key in RECAP_KEYS:
             hosts.update((data.get(key) or {}).keys())
         result.recap = {h: {k: int((data.get(k) or {}).get(h, 0)) for k in RECAP_KEYS} for h in sorted(hosts)}
+
+
+def merge(results: list[RunResult]) -> RunResult:
+    """Several runs over parts of the cluster (a rolling change) as one result: recaps summed per host."""
+    out = RunResult(status="successful" if all(r.status == "successful" for r in results) else "failed")
+    for r in results:
+        out.rc = r.rc if out.rc in (None, 0) else out.rc
+        out.failures += r.failures
+        out.changes += r.changes
+        for host, counts in r.recap.items():
+            mine = out.recap.setdefault(host, dict.fromkeys(RECAP_KEYS, 0))
+            for k, v in counts.items():
+                mine[k] = mine.get(k, 0) + v
+    return out

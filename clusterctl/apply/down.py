@@ -43,7 +43,7 @@ def down(spec, console, force: bool = False, quiet: bool = False) -> dict:
     state = ClusterState(spec.name)
     with state.lock("down"):
         plan, _ = render_spec(spec)
-        access = access_for(plan, state, (lambda m: None) if quiet else (lambda m: console.print(f"  {m}")))
+        access = access_for(plan, state, (lambda m: None) if quiet else (lambda m: console.print(f"  {m}", markup=False)))
         jobs = running_jobs(access, plan) if _controller_up(access, plan) else []
         if jobs and not force:
             raise JobsRunning(f"{len(jobs)} job(s) running on cluster {plan.name} (first: {jobs[0]}); "

@@ -3,6 +3,8 @@ container runs)."""
 
 from __future__ import annotations
 
+from rich.markup import escape
+
 from clusterctl.apply.access import access_for
 from clusterctl.remote import RemoteError
 from clusterctl.state import ClusterState
@@ -51,4 +53,4 @@ def print_status(console, info: dict) -> None:
                   n["state"], n["reason"])
     console.print(t)
     if info["controller_error"]:
-        console.print(f"[yellow]controller not answering:[/] {info['controller_error']}", highlight=False)
+        console.print(f"[yellow]controller not answering:[/] {escape(info['controller_error'])}", highlight=False)

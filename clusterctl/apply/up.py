@@ -7,6 +7,9 @@ smoke job -> the build is recorded as applied (what the next `plan` diffs agains
 
 from __future__ import annotations
 
+from rich.markup import escape
+
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,6 +36,7 @@ class UpReport:
     converge: RunResult | None = None
     smoke: list[SmokeResult] = field(default_factory=list)
     error: str | None = None
+    batches: list[dict] = field(default_factory=list)  # rolling changes: each drained batch and when
 
     @property
     def ok(self) -> bool:
@@ -45,6 +49,7 @@ class UpReport:
             "error": self.error,
             "converge": self.converge.to_dict() if self.converge else None,
             "smoke": [s.to_dict() for s in self.smoke],
+            "batches": self.batches,
             "summary": summary_dict(plan, access),
         }
 
@@ -69,7 +74,7 @@ def summary_dict(plan: ClusterPlan, access: Access | None) -> dict:
 
 
 def converge(plan_build: Path, access: Access, munge_key: Path, console, quiet: bool, check: bool = False,
-             diff: bool = False, fast: bool = True, title: str = "converging") -> RunResult:
+             diff: bool = False, fast: bool = True, title: str = "converging", limit: str | None = None) -> RunResult:
     run = PlaybookRun(
         build_dir=plan_build,
         extravars={"clusterctl_munge_key": str(munge_key)},
@@ -77,6 +82,7 @@ def converge(plan_build: Path, access: Access, munge_key: Path, console, quiet: 
         check=check,
         diff=diff,
         fast=fast,
+        limit=limit,
     )
     with Progress(console, title, quiet=quiet) as progress:
         return run_playbook(run, on_event=progress.event)
@@ -86,18 +92,21 @@ def has_aws(spec) -> bool:
     return spec.controller.provider == "aws" or any(p.provider == "aws" for p in spec.pools)
 
 
-def up(spec, console, quiet: bool = False, fast: bool = True, confirm=None, on_findings=None) -> tuple[UpReport, ClusterPlan, Access]:
+def up(spec, console, quiet: bool = False, fast: bool = True, confirm=None, on_findings=None, locked: bool = False,
+       rollout=None) -> tuple[UpReport, ClusterPlan, Access]:
     """Bring the cluster to the spec. Raises (before converging) when the cloud part cannot go ahead.
 
     confirm(preview) -> bool decides whether the previewed AWS changes are made (the CLI asks, or --yes).
+    locked: the caller (apply) already holds the cluster's lock.
+    rollout(plan, build, access, key) -> RunResult: converges in drained batches instead of all hosts at once.
     """
     if has_aws(spec):
         from clusterctl.cloud.automation import require_pulumi_cli
 
         require_pulumi_cli()  # before anything, the state dir included: without the CLI nothing may change
     state = ClusterState(spec.name)
-    log = (lambda msg: None) if quiet else (lambda msg: console.print(f"  {msg}", highlight=False))
-    with state.lock("up"):
+    log = (lambda msg: None) if quiet else (lambda msg: console.print(f"  {msg}", highlight=False, markup=False))
+    with nullcontext() if locked else state.lock("up"):
         plan, files = render_spec(spec)
         if has_aws(spec):
             from clusterctl.apply.cloud import cloud_facts
@@ -112,10 +121,13 @@ def up(spec, console, quiet: bool = False, fast: bool = True, confirm=None, on_f
         report = UpReport(plan.name)
         if access.lab is not None:
             if not quiet:
-                console.print(f"lab nodes: {', '.join(n.name for n in plan.all_nodes if n.provider == 'local')}")
+                console.print(f"lab nodes: {', '.join(n.name for n in plan.all_nodes if n.provider == 'local')}", markup=False)
             access.lab.up()
         key = ensure_munge_key(state)
-        report.converge = converge(build, access, key, console, quiet, fast=fast, title=f"converging {plan.name}")
+        if rollout is not None:
+            report.converge, report.batches = rollout(plan, build, access, key)
+        else:
+            report.converge = converge(build, access, key, console, quiet, fast=fast, title=f"converging {plan.name}")
         if not quiet:
             print_recap(console, report.converge)
         if not report.converge.ok:
@@ -134,9 +146,9 @@ def print_summary(console, report: UpReport, plan: ClusterPlan, access: Access) 
 
     for s in report.smoke:
         mark = "[green]ok[/]" if s.ok else "[red]FAILED[/]"
-        console.print(f"smoke job ({s.pool}): {mark}  {s.command}  -> {s.detail}", highlight=False)
+        console.print(f"smoke job ({escape(s.pool)}): {mark}  {escape(s.command)}  -> {escape(s.detail)}", highlight=False)
     if not report.ok:
-        console.print(f"[red]error:[/] {report.error}")
+        console.print(f"[red]error:[/] {escape(report.error)}")
         return
     info = summary_dict(plan, access)
     t = Table(title=f"cluster {plan.name}: {len(plan.nodes)} nodes, {info['gpus']} GPUs")
@@ -146,5 +158,5 @@ def print_summary(console, report: UpReport, plan: ClusterPlan, access: Access) 
         t.add_row(n["name"], n["pool"] or "", n["address"] or "(cloud)", f"{n['gpus']} x {n['gpu']}" if n["gpus"] else "0")
     console.print(t)
     parts = ", ".join(f"{p['name']}{'*' if p['default'] else ''} ({p['nodes']} nodes, preempt {p['preempt']})" for p in info["partitions"])
-    console.print(f"partitions: {parts}")
-    console.print(f"login: {info['login']}", highlight=False)
+    console.print(f"partitions: {parts}", markup=False)
+    console.print(f"login: {info['login']}", highlight=False, markup=False)

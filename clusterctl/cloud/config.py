@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from clusterctl.compile.model import Fsx
 from clusterctl.render.cloud import PROJECT, cloud_config
 
 # Keys of the rendered config (without the "clusterctl:" namespace) that the program reads.
@@ -83,15 +84,8 @@ class ControllerConfig:
         return self.provider == "aws"
 
 
-@dataclass(frozen=True)
-class FsxConfig:
-    mount_point: str
-    deployment_type: str
-    storage_capacity_gib: int
-    per_unit_storage_throughput: int | None
-    s3_bucket: str | None
-    import_path: str | None
-    export_path: str | None
+# The stack config carries an FSx filesystem exactly as the plan describes it.
+FsxConfig = Fsx
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,9 @@ fed with pulumi.automation EngineEvents (`on_event=progress.event`)."""
 
 from __future__ import annotations
 
-import time
+from rich.markup import escape
+
+from clusterctl.liveview import LiveView
 
 SKIP_OPS = ("same", "read", "refresh")  # nothing happens to these; listing 50 unchanged resources helps nobody
 
@@ -17,34 +19,14 @@ def _short(urn: str) -> str:
     return urn.rsplit("::", 1)[-1]
 
 
-class PulumiProgress:
+class PulumiProgress(LiveView):
     """Consumes Pulumi engine events. Use as a context manager around preview/up/destroy/refresh."""
 
     def __init__(self, console, title: str, quiet: bool = False):
-        self.console = console
-        self.title = title
-        self.quiet = quiet
+        super().__init__(console, title, quiet)
         self.resources: dict[str, dict] = {}  # urn -> {type, name, op, status}
         self.errors: list[str] = []
         self.summary: dict[str, int] | None = None
-        self.live = None
-        self._last = 0.0
-
-    def __enter__(self):
-        if not self.quiet and self.console.is_terminal:
-            from rich.live import Live
-
-            self.live = Live(self._table(), console=self.console, refresh_per_second=4, transient=True)
-            self.live.__enter__()
-        elif not self.quiet:
-            self.console.print(f"{self.title} ...")
-        return self
-
-    def __exit__(self, *exc):
-        if self.live is not None:
-            self.live.update(self._table())
-            self.live.__exit__(*exc)
-        return False
 
     def event(self, ev) -> None:
         if (pre := getattr(ev, "resource_pre_event", None)) is not None:
@@ -52,7 +34,7 @@ class PulumiProgress:
             if _op(md) not in SKIP_OPS and not md.type.startswith("pulumi:"):
                 self.resources[md.urn] = {"type": md.type, "name": _short(md.urn), "op": _op(md),
                                           "status": "planned" if pre.planning else "running"}
-                self._line(f"{_op(md):>8} {md.type} {_short(md.urn)}")
+                self.say(f"  {_op(md):>8} {md.type} {_short(md.urn)}")
         elif (out := getattr(ev, "res_outputs_event", None)) is not None:
             r = self.resources.get(out.metadata.urn)
             if r is not None:
@@ -67,16 +49,10 @@ class PulumiProgress:
                 self.errors.append(msg)
                 if not self.quiet:
                     where = f" {_short(diag.urn)}" if diag.urn else ""
-                    self.console.print(f"  [red]error[/]{where}: {msg}", highlight=False)
+                    self.console.print(f"  [red]error[/]{escape(where)}: {escape(msg)}", highlight=False)
         elif (summary := getattr(ev, "summary_event", None)) is not None:
             self.summary = {str(k): int(v) for k, v in (summary.resource_changes or {}).items()}
-        if self.live is not None and time.monotonic() - self._last > 0.2:
-            self._last = time.monotonic()
-            self.live.update(self._table())
-
-    def _line(self, text: str) -> None:
-        if self.live is None and not self.quiet:
-            self.console.print(f"  {text}", highlight=False)
+        self.refresh()
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}

@@ -93,6 +93,17 @@ def _progress(console, title: str, quiet: bool, on_event: Callable | None):
         yield both
 
 
+def stack_settings(plan: ClusterPlan, state: ClusterState, admin_cidr: str | None = None):
+    """The stack config of this build plus the runtime settings (admin key, munge key, admin CIDR)."""
+    from clusterctl.cloud import automation
+    from clusterctl.render.cloud import cloud_config
+
+    _, public_key = ensure_ssh_key(state)
+    return automation.StackSettings(
+        cluster=plan.name, config=cloud_config(plan), munge_key_b64=_munge_b64(state), ssh_public_key=public_key,
+        admin_cidr=admin_cidr or os.environ.get(ADMIN_CIDR_ENV) or None)
+
+
 def cloud_up(plan: ClusterPlan, state: ClusterState, *, confirm: Callable[[object], bool],
              console=None, quiet: bool = False, on_event: Callable | None = None, api=None,
              admin_cidr: str | None = None, on_findings: Callable[[list[Finding]], None] | None = None) -> CloudUpResult:
@@ -103,7 +114,6 @@ def cloud_up(plan: ClusterPlan, state: ClusterState, *, confirm: Callable[[objec
     """
     from clusterctl.cloud import automation
     from clusterctl.cloud.preflight import run_preflight
-    from clusterctl.render.cloud import cloud_config
 
     pulumi_bin = automation.require_pulumi_cli()
     automation.require_aws_plugin(pulumi_bin)
@@ -116,11 +126,7 @@ def cloud_up(plan: ClusterPlan, state: ClusterState, *, confirm: Callable[[objec
         raise PreflightFailed(f"the AWS account cannot host {plan.name} as specified ({len(errors)} error(s)); nothing was created",
                               findings)
 
-    _, public_key = ensure_ssh_key(state)
-    settings = automation.StackSettings(
-        cluster=plan.name, config=cloud_config(plan), munge_key_b64=_munge_b64(state), ssh_public_key=public_key,
-        admin_cidr=admin_cidr or os.environ.get(ADMIN_CIDR_ENV) or None)
-    stack = automation.open_stack(state, settings)
+    stack = automation.open_stack(state, stack_settings(plan, state, admin_cidr))
 
     with _progress(console, f"previewing {plan.name} (aws)", quiet, on_event) as cb:
         preview = automation.preview(stack, on_event=cb)
@@ -129,6 +135,34 @@ def cloud_up(plan: ClusterPlan, state: ClusterState, *, confirm: Callable[[objec
     with _progress(console, f"creating {plan.name} (aws)", quiet, on_event) as cb:
         out = automation.up(stack, on_event=cb)
     return CloudUpResult(findings, preview, CloudOutputs.from_stack(out))
+
+
+def existing_stack_or_reason(plan: ClusterPlan, state: ClusterState):
+    """(stack, None) when the pulumi CLI and the cluster's stack are there, else (None, why not). Creates nothing."""
+    from clusterctl.cloud import automation
+    from clusterctl.cloud.errors import CloudError
+
+    try:
+        automation.require_aws_plugin(automation.require_pulumi_cli())
+        stack = automation.existing_stack(state, plan.name)
+    except CloudError as e:
+        return None, str(e)
+    if stack is None:
+        return None, "no Pulumi stack for this cluster in the state backend yet: `up` creates every resource"
+    return stack, None
+
+
+def cloud_preview(plan: ClusterPlan, state: ClusterState) -> dict:
+    """For `plan`: the Pulumi preview of this build's stack config against the live stack (creates, updates,
+    replaces, deletes and the resources each one hits). Reports why when it cannot preview; never creates a stack."""
+    from clusterctl.cloud import automation
+
+    stack, reason = existing_stack_or_reason(plan, state)
+    if stack is None:
+        return {"checked": False, "reason": reason}
+    preview = automation.preview(automation.open_stack(state, stack_settings(plan, state)))
+    return {"checked": True, "changes": {k: v for k, v in preview.changes.items() if k != "same" and v},
+            "steps": [{"op": op, "type": typ, "name": name} for op, typ, name in preview.steps]}
 
 
 def cloud_outputs(plan: ClusterPlan, state: ClusterState) -> CloudOutputs | None:

@@ -47,6 +47,8 @@ def compile_plan(spec: ClusterSpec, facts: LiveFacts | None = None) -> ClusterPl
             suspend_time=slurm.burst.suspend_time_seconds,
             resume_timeout=slurm.burst.resume_timeout_seconds,
             burst_partitions=tuple(t.partition for t in slurm.burst.targets),
+            drain_batch_size=slurm.drain_batch_size,
+            drain_timeout=slurm.drain_timeout_seconds,
         ),
         software=spec.software.model_dump(),
         monitoring=spec.monitoring.model_dump(),

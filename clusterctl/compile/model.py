@@ -139,6 +139,8 @@ class SlurmSettings:
     suspend_time: int
     resume_timeout: int
     burst_partitions: tuple[str, ...]
+    drain_batch_size: int = 1
+    drain_timeout: int = 3600
 
 
 @dataclass(frozen=True)

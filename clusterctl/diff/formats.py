@@ -30,8 +30,31 @@ def _line_tag(h, i: int) -> str:
     return f"    [{h.line_policies[i]}]"
 
 
+def _live_lines(r: PlanReport) -> list[str]:
+    out = []
+    if r.cost:
+        c = r.cost
+        note = "" if c["complete"] else " (some pools could not be priced)"
+        out.append(f"cost: ${c['old_monthly_usd']:,.0f}/month -> ${c['new_monthly_usd']:,.0f}/month "
+                   f"({c['delta_monthly_usd']:+,.0f}){note}; prices: {c['prices']}")
+    if r.hosts is not None:
+        for host, info in r.hosts["by_host"].items():
+            for ch in info["changes"]:
+                out.append(f"host {host}: {ch['task']}" + (f" ({', '.join(ch['files'])})" if ch["files"] else ""))
+        for f in r.hosts["failures"]:
+            out.append(f"host {f['host']}: could not check: {f['message']}")
+    if r.cloud is not None:
+        if not r.cloud.get("checked"):
+            out.append(f"cloud: not previewed: {r.cloud['reason']}")
+        else:
+            counts = ", ".join(f"{n} to {op}" for op, n in sorted(r.cloud["changes"].items())) or "no changes"
+            out.append(f"cloud (Pulumi preview): {counts}")
+            out += [f"cloud {s['op']}: {s['name']} ({s['type']})" for s in r.cloud.get("steps", [])]
+    return out
+
+
 def as_text(r: PlanReport) -> str:
-    out = [_summary(r)]
+    out = [_summary(r)] + _live_lines(r)
     if r.first_apply:
         out += [f"  + {f.path} ({sum(len(h.added) for h in f.hunks)} lines)" for f in r.files]
         return "\n".join(out) + "\n"
@@ -52,6 +75,9 @@ def as_text(r: PlanReport) -> str:
 
 def as_markdown(r: PlanReport) -> str:
     out = [f"## clusterctl plan: `{r.cluster}`", "", f"**{_summary(r)}**", ""]
+    live = _live_lines(r)
+    if live:
+        out += [f"- {ln}" for ln in live] + [""]
     if r.first_apply:
         out += ["| file | lines |", "|---|---|"]
         out += [f"| `{f.path}` | {sum(len(h.added) for h in f.hunks)} |" for f in r.files]

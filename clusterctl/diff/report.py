@@ -35,6 +35,12 @@ class PlanReport:
     spec_changes: list[FieldChange] = field(default_factory=list)
     files: list[FileDiff] = field(default_factory=list)
     nodes: list[NodeChange] = field(default_factory=list)
+    # What `apply --plan` checks to refuse a stale plan: the new spec and build, and the applied build it diffs against.
+    fingerprint: dict = field(default_factory=dict)
+    # Live sections added by `plan` when it can reach them: per-host Ansible check mode, cloud preview, cost delta.
+    hosts: dict | None = None
+    cloud: dict | None = None
+    cost: dict | None = None
 
     @property
     def has_changes(self) -> bool:
@@ -49,12 +55,20 @@ class PlanReport:
         )
         return p.value if p else None
 
+    @property
+    def drift_on_hosts(self) -> bool:
+        return bool(self.hosts and any(h.get("changes") for h in self.hosts.get("by_host", {}).values()))
+
     def to_dict(self) -> dict:
         return {
             "cluster": self.cluster,
             "changes": self.has_changes,
             "first_apply": self.first_apply,
             "policy": self.policy,
+            "fingerprint": self.fingerprint,
+            "hosts": self.hosts,
+            "cloud": self.cloud,
+            "cost": self.cost,
             "spec_changes": [c.to_dict() for c in self.spec_changes],
             "nodes": [vars(n) for n in self.nodes],
             "files": [
@@ -115,6 +129,16 @@ def node_changes(old: dict[str, str], new: dict[str, str], files: list[FileDiff]
     return sorted(out, key=lambda c: (c.kind, c.name))
 
 
+def fingerprint(old_build: dict[str, str], new_build: dict[str, str]) -> dict:
+    from clusterctl.render import sha256
+
+    return {
+        "spec": sha256(new_build[layout.SPEC_JSON]),
+        "build": sha256(new_build[layout.MANIFEST]),
+        "applied": sha256(old_build[layout.MANIFEST]) if old_build else None,
+    }
+
+
 def build_report(cluster: str, old_build: dict[str, str], new_build: dict[str, str]) -> PlanReport:
     """Compare the last applied build with the new one."""
     if not old_build:
@@ -122,7 +146,7 @@ def build_report(cluster: str, old_build: dict[str, str], new_build: dict[str, s
         for f in files:
             for h in f.hunks:
                 h.policy = None
-        return PlanReport(cluster, True, [], files, [])
+        return PlanReport(cluster, True, [], files, [], fingerprint({}, new_build))
     old_spec = json.loads(old_build[layout.SPEC_JSON])
     new_spec = json.loads(new_build[layout.SPEC_JSON])
     changes = diff_specs(old_spec, new_spec)
@@ -130,4 +154,4 @@ def build_report(cluster: str, old_build: dict[str, str], new_build: dict[str, s
     attribute(old_spec, old_build, changes, files)
     overall = max_policy(c.policy for c in changes)
     nodes = node_changes(old_build, new_build, files, overall.value if overall else None)
-    return PlanReport(cluster, False, changes, files, nodes)
+    return PlanReport(cluster, False, changes, files, nodes, fingerprint(old_build, new_build))

@@ -56,6 +56,12 @@ class Slurm(SpecModel):
         300, ge=0, le=86400, description="HealthCheckInterval; 0 disables the node health check."
     )
     burst: Burst = spec_field(default_factory=Burst, description="Power saving / cloud burst settings.")
+    drain_batch_size: int = spec_field(
+        1, ge=1, le=4096, description="Rolling changes (policy drain): nodes drained, updated and resumed at a time."
+    )
+    drain_timeout_seconds: int = spec_field(
+        3600, ge=60, le=7 * 86400, description="How long a rolling change waits for a batch's jobs to finish draining."
+    )
 
 
 class Scheduler(SpecModel):

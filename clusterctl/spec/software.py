@@ -50,3 +50,8 @@ class Monitoring(SpecModel):
     retention_days: int = spec_field(15, ge=1, le=3650, description="Prometheus retention.")
     scrape_interval_seconds: int = spec_field(15, ge=1, le=600, description="Prometheus scrape interval.")
     alerts: Alerts = spec_field(default_factory=Alerts, description="Alert thresholds.")
+    grafana: bool = spec_field(
+        True,
+        description="Install Grafana from Grafana Labs' apt repository on the controller. False where the site runs its own "
+        "Grafana or the controller cannot reach that repository; the dashboard files are provisioned either way.",
+    )

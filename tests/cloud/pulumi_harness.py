@@ -6,12 +6,15 @@ camelCase keys), so tests assert on exactly what the provider would be asked to 
 
 from __future__ import annotations
 
+import base64
 import itertools
 from dataclasses import dataclass, field
 
 import pulumi
 
 AMI = "ami-0123456789abcdef0"
+MUNGE_B64 = base64.b64encode(b"k" * 1024).decode()
+SSH_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIB0testkey clusterctl-test"
 
 
 @dataclass
@@ -86,3 +89,13 @@ def run_program(fn) -> Recorder:
 
     _run()
     return rec
+
+
+def run_spec(spec, runtime=None):
+    """The stacks/aws program for a spec, as `up` would configure it; returns (StackConfig, Recorder)."""
+    from clusterctl.cloud.config import Runtime, StackConfig
+    from clusterctl.cloud.program import build
+    from clusterctl.compile import compile_plan
+
+    cfg = StackConfig.from_plan(compile_plan(spec), runtime or Runtime(SSH_KEY, None))
+    return cfg, run_program(lambda: build(cfg, MUNGE_B64))

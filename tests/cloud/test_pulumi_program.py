@@ -12,10 +12,9 @@ import pulumi
 import pytest
 import yaml
 
-from clusterctl.cloud.config import Runtime, StackConfig
-from clusterctl.compile import compile_plan
+from clusterctl.cloud.config import Runtime
 from clusterctl.render import render_spec
-from tests.cloud.pulumi_harness import AMI, run_program
+from tests.cloud.pulumi_harness import AMI, MUNGE_B64, SSH_KEY, run_program, run_spec
 from tests.conftest import ROOT
 from tests.helpers import edited, load_dict
 
@@ -25,8 +24,6 @@ SG = "aws:ec2/securityGroup:SecurityGroup"
 INGRESS = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"
 EGRESS = "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule"
 PG = "aws:ec2/placementGroup:PlacementGroup"
-MUNGE_B64 = base64.b64encode(b"k" * 1024).decode()
-SSH_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIB0testkey clusterctl-test"
 CR = "cr-0123456789abcdef0"
 
 
@@ -35,12 +32,6 @@ def spec_of(example: str, edit=None):
     assert loaded.ok, [f.message for f in loaded.errors]
     return loaded.spec
 
-
-def run_spec(spec, runtime: Runtime | None = None):
-    cfg = StackConfig.from_plan(compile_plan(spec), runtime or Runtime(SSH_KEY, None))
-    from clusterctl.cloud.program import build
-
-    return cfg, run_program(lambda: build(cfg, MUNGE_B64))
 
 
 def expected_enis(cards: int) -> list[tuple[int, int, str]]:

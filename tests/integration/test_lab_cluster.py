@@ -162,31 +162,53 @@ def test_killed_up_is_repaired_by_the_next(env, lab):
 # Roles whose software comes only from vendor repositories unreachable here (NVIDIA driver/CUDA/NCCL, DOCA-OFED,
 # Lustre client): they run in check mode against the lab nodes, with the on-prem example's build (which asks for
 # all of them) pointed at the lab's addresses.
+# Tasks whose software comes only from vendors unreachable here, per example that asks for it: they run in check
+# mode against the lab nodes, with that example's build pointed at the lab's addresses (controller -> lab-ctl,
+# first two compute nodes -> gpu001/gpu002).
 VENDOR_TASKS = {
-    "rdma": "DOCA-OFED",
-    "nvidia_driver": "Driver 570",
-    "cuda": "CUDA toolkit",
-    "nccl": "NCCL 2",
-    "lustre_client": "Lustre client 2",
+    "onprem-64xh100-ib.yaml": {
+        "rdma": "DOCA-OFED",
+        "nvidia_driver": "Driver 570",
+        "cuda": "CUDA toolkit",
+        "nccl": "NCCL 2",
+        "lustre_client": "Lustre client 2",
+    },
+    "aws-p5-spot.yaml": {
+        "efa": "Download the EFA installer",
+        "nvidia_driver": "Driver 570",
+        "cuda": "CUDA toolkit",
+        "nccl": "NCCL 2",
+        "lustre_client": "Lustre client 2",
+    },
 }
 
 
-def test_vendor_roles_in_check_mode(env, lab, tmp_path):
+@pytest.mark.parametrize("example", sorted(VENDOR_TASKS))
+def test_vendor_roles_in_check_mode(env, lab, tmp_path, example):
     from clusterctl.ansible.runner import PlaybookRun, run_playbook
     from clusterctl.apply.secrets import ensure_munge_key
     from clusterctl.render import render_spec
+    from clusterctl.render.layout import pool_group
     from clusterctl.render.write import write_build
     from clusterctl.render.yamlout import dump_yaml
 
+    from clusterctl.compile import LiveFacts
+
     plan, access = lab
-    onprem_plan, files = render_spec(load_valid(ROOT / "examples" / "onprem-64xh100-ib.yaml"))
-    build = tmp_path / "onprem"
+    # What the cloud stack would report for the example's FSx filesystem (the mount needs a source).
+    facts = LiveFacts(mount_sources={"/fsx": "fs-0123456789abcdef0.fsx.us-east-1.amazonaws.com@tcp:/abcdefgh"})
+    other, files = render_spec(load_valid(ROOT / "examples" / example), facts)
+    build = tmp_path / "vendor"
     write_build(files, build)
     lab_addr = {n.name: n.address for n in plan.all_nodes}
-    hosts = {"atlas-ctl": lab_addr["lab-ctl"], "gpu001": lab_addr["gpu001"], "gpu002": lab_addr["gpu002"]}
-    hv = lambda h: {"ansible_host": hosts[h], "ansible_user": "root", "clusterctl_node_provider": "onprem"}
-    inv = {"all": {"children": {"slurm_controller": {"hosts": {"atlas-ctl": hv("atlas-ctl")}},
-                                "compute": {"children": {"pool_gpu": {"hosts": {"gpu001": hv("gpu001"), "gpu002": hv("gpu002")}}}}}}}
+    pool = other.pools[0]
+    names = [n.name for n in other.nodes_of(pool.name)][:2]
+    hosts = {other.controller.name: lab_addr["lab-ctl"], names[0]: lab_addr["gpu001"], names[1]: lab_addr["gpu002"]}
+    provider = "onprem" if pool.provider == "onprem" else "aws"
+    hv = lambda h: {"ansible_host": hosts[h], "ansible_user": "root", "clusterctl_node_provider": provider}
+    inv = {"all": {"children": {
+        "slurm_controller": {"hosts": {other.controller.name: hv(other.controller.name)}},
+        "compute": {"children": {pool_group(pool.name): {"hosts": {n: hv(n) for n in names}}}}}}}
     (build / "ansible" / "inventory-lab.yml").write_text(dump_yaml(inv))
     tasks: dict[str, set] = {}
 
@@ -195,17 +217,108 @@ def test_vendor_roles_in_check_mode(env, lab, tmp_path):
         if event.get("event") in ("runner_on_ok", "runner_on_failed", "runner_on_skipped"):
             tasks.setdefault(d.get("task", ""), set()).add(event["event"].removeprefix("runner_on_"))
 
-    key = ensure_munge_key(ClusterState("atlas"))
+    key = ensure_munge_key(ClusterState(other.name))
     result = run_playbook(PlaybookRun(build_dir=build, inventory=build / "ansible" / "inventory-lab.yml", check=True, diff=True,
                                       extravars={"clusterctl_munge_key": str(key)}, ssh=access.ssh), record)
     assert result.ok, result.failures
-    for role, prefix in VENDOR_TASKS.items():
+    for role, prefix in VENDOR_TASKS[example].items():
         ran = {t: st for t, st in tasks.items() if t.startswith(prefix)}
         assert ran and all("ok" in st for st in ran.values()), (role, ran)
     # Nothing was really installed: check mode.
     r = on(access, plan, "gpu001", "dpkg -l cuda-toolkit-12-8 doca-ofed lustre-client-utils 2>&1 | grep -c '^ii' || true", check=False)
     assert r.stdout.strip() == "0"
-    print("\nvendor tasks in check mode:", {t: sorted(st) for t, st in sorted(tasks.items())})
+    assert on(access, plan, "gpu001", "test -e /opt/amazon/efa && echo yes || echo no", check=False).stdout.strip() == "no"
+    print(f"\nvendor tasks in check mode ({example}):", {t: sorted(st) for t, st in sorted(tasks.items())})
+
+
+# --- GitOps: plan, apply, locks, drift on the live lab ------------------------------------------------------------
+
+def _variant(tmp_path, name, edit) -> Path:
+    from tests.helpers import edited, to_yaml
+
+    path = tmp_path / name
+    path.write_text(to_yaml(edited("lab.yaml", edit)))
+    return path
+
+
+def test_plan_without_change_exits_0(env):
+    r = clusterctl("plan", SPEC, env=env, check=False)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "no changes" in r.stdout
+
+
+def test_plan_adding_a_node_exits_2_and_lists_it_live(env, tmp_path):
+    grown = _variant(tmp_path, "grown.yaml", lambda d: d["pools"][0].update(count=3))
+    r = clusterctl("plan", grown, "--format", "json", env=env, check=False)
+    assert r.returncode == 2
+    report = json.loads(r.stdout)
+    assert {"name": "gpu003", "kind": "added", "policy": "live", "detail": "pool gpu"} in report["nodes"]
+
+
+def test_gpu_type_change_is_replace_and_refused_without_allow_replace(env, tmp_path):
+    h200 = _variant(tmp_path, "h200.yaml", lambda d: d["pools"][0].update(gpu="h200"))
+    plan = json.loads(clusterctl("plan", h200, "--format", "json", env=env, check=False).stdout)
+    assert plan["policy"] == "replace"
+    r = clusterctl("apply", h200, env=env, check=False)
+    assert r.returncode == 1 and "--allow-replace" in r.stderr and "pools[gpu].gpu" in r.stderr
+
+
+def test_stale_plan_is_refused(env, tmp_path):
+    a = _variant(tmp_path, "a.yaml", lambda d: d["scheduler"]["slurm"].update(health_check_interval_seconds=90))
+    clusterctl("plan", a, "--out", tmp_path / "plan.json", env=env, check=False)
+    b = _variant(tmp_path, "b.yaml", lambda d: d["scheduler"]["slurm"].update(health_check_interval_seconds=120))
+    r = clusterctl("apply", b, "--plan", tmp_path / "plan.json", env=env, check=False)
+    assert r.returncode == 1 and "stale plan" in r.stderr
+
+
+def test_second_apply_is_refused_by_the_lock(env, tmp_path):
+    os.environ["CLUSTERCTL_STATE_DIR"] = env["CLUSTERCTL_STATE_DIR"]
+    with ClusterState("lab").lock("apply"):  # this test process is the first apply, alive
+        r = clusterctl("apply", SPEC, env=env, check=False)
+    assert r.returncode == 1 and "locked by `clusterctl apply`" in r.stderr and "since" in r.stderr
+
+
+def test_drain_change_rolls_out_one_batch_at_a_time(env, lab, tmp_path):
+    import threading
+
+    plan, access = lab
+    smaller = _variant(tmp_path, "cpus.yaml", lambda d: d["pools"][0].update(cpus=1))
+    r = clusterctl("plan", smaller, "--out", tmp_path / "plan.json", "--format", "json", env=env, check=False)
+    assert r.returncode == 2 and json.loads(r.stdout)["policy"] == "drain"
+    most_out, stop = [0], threading.Event()
+
+    def watch():
+        while not stop.is_set():
+            states = on(access, plan, plan.controller.name, "sinfo -h -N -o '%N %T'", check=False).stdout.split("\n")
+            out = {ln.split()[0] for ln in states if ln.strip() and "drain" in ln.split()[1]}
+            most_out[0] = max(most_out[0], len(out))
+            time.sleep(0.5)
+
+    t = threading.Thread(target=watch)
+    t.start()
+    try:
+        report = json.loads(clusterctl("apply", smaller, "--plan", tmp_path / "plan.json", "--output", "json", env=env).stdout)
+    finally:
+        stop.set()
+        t.join()
+    assert report["ok"], report
+    assert [b["nodes"] for b in report["batches"]] == [["gpu001"], ["gpu002"]]
+    assert most_out[0] == 1
+    line = on(access, plan, plan.controller.name, "scontrol -o show node gpu001").stdout
+    assert "CPUTot=1" in line and "DRAIN" not in line
+
+
+def test_drift_names_file_and_host(env, lab):
+    plan, access = lab
+    r = clusterctl("drift", SPEC, "--output", "json", env=env, check=False)
+    assert r.returncode == 0, r.stdout + r.stderr  # right after an apply: nothing moved
+    on(access, plan, "gpu001", "echo '# edited by hand' >> /etc/slurm/slurm.conf")
+    r = clusterctl("drift", SPEC, "--output", "json", env=env, check=False)
+    assert r.returncode == 2, r.stdout + r.stderr
+    report = json.loads(r.stdout)
+    changed = report["hosts"]["by_host"]["gpu001"]["changes"]
+    assert any("/etc/slurm/slurm.conf" in c["files"] for c in changed), changed
+    assert not report["hosts"]["by_host"]["gpu002"]["changes"]
 
 
 def test_status_shows_slurm_state(env):

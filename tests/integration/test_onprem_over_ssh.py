@@ -50,6 +50,8 @@ scheduler:
     partitions:
       - {{name: batch, pools: [cpu], default: true}}
     health_check_interval_seconds: 60
+monitoring:
+  grafana: false  # Grafana Labs' repository is not reachable from this machine
 """
 
 

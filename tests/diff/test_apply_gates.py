@@ -1,0 +1,61 @@
+"""apply's gates without a cluster: stale plans, forbidden and replace changes, and which nodes a rolling change drains."""
+
+import pytest
+
+from clusterctl.apply.apply import PolicyRefused, StalePlan, check_fresh, check_policy
+from clusterctl.apply.rolling import affected_nodes, batches
+from clusterctl.compile import compile_plan
+from clusterctl.diff import build_report
+from clusterctl.render import render_spec
+from clusterctl.validate import load_text
+from tests.helpers import edited, example_dict, to_yaml
+
+
+def _spec(d):
+    loaded = load_text(to_yaml(d))
+    assert loaded.ok, loaded.findings
+    return loaded.spec
+
+
+def _report(edit, name="lab.yaml"):
+    old_spec, new_spec = _spec(example_dict(name)), _spec(edited(name, edit))
+    _, old = render_spec(old_spec)
+    _, new = render_spec(new_spec)
+    return build_report(new_spec.name, old, new), compile_plan(new_spec)
+
+
+def test_fresh_plan_passes_and_each_kind_of_staleness_is_named():
+    report, _ = _report(lambda d: d["pools"][0].update(count=3))
+    saved = {"fingerprint": dict(report.fingerprint)}
+    check_fresh(saved, report)
+    for key, words in (("spec", "spec changed"), ("build", "rendered build"), ("applied", "applied since")):
+        stale = {"fingerprint": {**report.fingerprint, key: "0" * 64}}
+        with pytest.raises(StalePlan, match=words):
+            check_fresh(stale, report)
+
+
+def test_replace_needs_allow_replace_and_forbidden_is_refused():
+    report, _ = _report(lambda d: d["pools"][0].update(gpu="h200"))
+    with pytest.raises(PolicyRefused, match="--allow-replace"):
+        check_policy(report, allow_replace=False)
+    check_policy(report, allow_replace=True)
+    forbidden, _ = _report(lambda d: d["controller"].update(hostname="other-ctl"))
+    with pytest.raises(PolicyRefused, match="cannot change"):
+        check_policy(forbidden, allow_replace=True)
+
+
+def test_live_change_passes_the_gate():
+    report, _ = _report(lambda d: d["pools"][0].update(count=3))
+    check_policy(report, allow_replace=False)
+
+
+def test_drain_change_on_a_pool_drains_its_nodes_in_batches():
+    report, plan = _report(lambda d: d["pools"][0].update(cpus=1))
+    assert report.policy == "drain"
+    assert affected_nodes(report, plan) == ["gpu001", "gpu002"]
+    assert batches(["a", "b", "c"], 2) == [["a", "b"], ["c"]]
+
+
+def test_live_change_drains_nothing():
+    report, plan = _report(lambda d: d["pools"][0].update(count=3))
+    assert affected_nodes(report, plan) == []
