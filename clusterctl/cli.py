@@ -328,6 +328,11 @@ from clusterctl.monitoring.commands import register as _register_check  # noqa: 
 _register_check(app, _load)
 _register_economics(app, _load)
 
+# Slurm's power-saving programs; the module imports only typer until a burst command runs (boto3 stays lazy).
+from clusterctl.burst.cli import burst_app  # noqa: E402
+
+app.add_typer(burst_app, name="burst")
+
 
 def main() -> None:
     """Entry point: run the app; print clusterctl errors without tracebacks (unless --debug)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import time
 from pathlib import Path
 
 from ruamel.yaml import YAML
@@ -38,3 +39,18 @@ def edited(name: str, edit) -> dict:
 
 def codes(loaded, level=None) -> set[str]:
     return {f.code for f in loaded.findings if level is None or f.level.value == level}
+
+
+def wait_for(predicate, timeout: float, interval: float = 3.0, what: str | None = None):
+    """Poll predicate() until it returns something truthy and return that. On timeout: with `what`, fail naming it and
+    the last value; without, return the last (falsy) value for the caller's own assertion."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = predicate()
+        if last:
+            return last
+        time.sleep(interval)
+    if what is not None:
+        raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r})")
+    return last

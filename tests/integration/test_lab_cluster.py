@@ -22,6 +22,7 @@ from clusterctl.compile import compile_plan
 from clusterctl.state import ClusterState
 from clusterctl.validate import load_valid
 from tests.conftest import ROOT
+from tests.helpers import wait_for
 
 pytestmark = [
     pytest.mark.integration,
@@ -59,17 +60,6 @@ def lab(env):
 def on(access, plan, node, command, timeout=120, check=True):
     target = plan.controller if node == plan.controller.name else next(n for n in plan.nodes if n.name == node)
     return access.remote(target).run(command, timeout=timeout, check=check)
-
-
-def wait_for(predicate, timeout, interval=3.0):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = predicate()
-        if last:
-            return last
-        time.sleep(interval)
-    return last
 
 
 def test_up_from_bare_rootfs(env):

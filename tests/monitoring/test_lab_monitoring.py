@@ -17,7 +17,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -32,7 +31,7 @@ from clusterctl.render.yamlout import dump_yaml
 from clusterctl.state import ClusterState
 from clusterctl.validate import load_text, load_valid
 from tests.conftest import ROOT
-from tests.helpers import example_dict, to_yaml
+from tests.helpers import example_dict, to_yaml, wait_for
 
 pytestmark = [
     pytest.mark.integration,
@@ -90,17 +89,6 @@ def checks(lab):
 def on(access, plan, node, command, timeout=120, check=True):
     target = next(n for n in plan.all_nodes if n.name == node)
     return access.remote(target).run(command, timeout=timeout, check=check)
-
-
-def wait_for(predicate, timeout, interval=5.0):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = predicate()
-        if last:
-            return last
-        time.sleep(interval)
-    return last
 
 
 def prom(access, plan, path):

@@ -1,0 +1,103 @@
+"""Fixtures of the burst tests: moto (tests/cloud's server fixture), a fake Slurm, a Context on both."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+
+# The cloud tests' moto server and environment (endpoint, region, fake credentials), one server per session.
+from tests.cloud.conftest import aws, moto_server  # noqa: F401
+
+HERE = Path(__file__).resolve().parent
+
+
+class FakeSlurm:
+    """What the burst programs ask of Slurm, recorded; node states set by the test."""
+
+    def __init__(self, states: dict[str, str] | None = None):
+        from clusterctl.burst.slurm import NodeState
+
+        self.NodeState = NodeState
+        self.states: dict[str, NodeState] = {}
+        self.addresses: dict[str, str] = {}
+        self.powered_down: list[tuple[list[str], str]] = []
+        for n, s in (states or {}).items():
+            self.set(n, s)
+
+    def set(self, node: str, state: str, addr: str | None = None):
+        self.states[node] = self.NodeState(node, state, addr or node)
+
+    def nodes(self, names):
+        return {n: self.states[n] for n in names if n in self.states}
+
+    def set_address(self, node, address):
+        self.addresses[node] = address
+        if node in self.states:
+            self.states[node] = self.NodeState(node, self.states[node].state, address)
+
+    def power_down(self, names, reason):
+        self.powered_down.append((sorted(names), reason))
+        for n in names:
+            self.states[n] = self.NodeState(n, "IDLE+CLOUD+POWERING_DOWN", n, reason)
+
+
+@pytest.fixture
+def fake_slurm():
+    return FakeSlurm()
+
+
+def lab_plan():
+    from clusterctl.compile import compile_plan
+    from clusterctl.validate import load_valid
+
+    return compile_plan(load_valid(HERE / "lab-hybrid.yaml"))
+
+
+@pytest.fixture
+def plan_file(tmp_path):
+    from clusterctl.render import to_json
+
+    p = tmp_path / "plan.json"
+    p.write_text(to_json(lab_plan().to_dict()))
+    return p
+
+
+@pytest.fixture
+def settings(tmp_path, plan_file):
+    from clusterctl.burst.settings import Settings
+
+    kit = tmp_path / "kit"
+    kit.mkdir()
+    return Settings(plan=plan_file, log_file=tmp_path / "burst.log", state_dir=tmp_path / "state", kit_dir=kit,
+                    slurm_dir=tmp_path / "slurm", ssh_key=tmp_path / "ssh_key", ssh_user="", munge_key=tmp_path / "munge.key",
+                    imds_endpoint="http://169.254.169.254", bootstrap="off", sync_grace_seconds=300, spot_signal="USR1",
+                    spot_grace_seconds=60)
+
+
+@pytest.fixture
+def stack(aws):
+    """The pool's launch resources in moto, as the Pulumi stack makes them (tests/burst/harness.create_stack)."""
+    import boto3
+
+    from tests.burst.harness import create_stack
+
+    plan = lab_plan()
+    ec2 = boto3.client("ec2", region_name=plan.pool("cloud").region)
+    return ec2, create_stack(ec2, plan, "cloud")
+
+
+@pytest.fixture
+def ctx(stack, settings, fake_slurm):
+    """A Context on moto and the fake Slurm, as the CLI builds it."""
+    from clusterctl.burst.actions import Context
+    from clusterctl.burst.plan import BurstPlan
+
+    ec2, _ = stack
+    log = logging.getLogger("clusterctl.burst.test")
+    log.setLevel(logging.INFO)
+    plan = BurstPlan.load(settings.plan)
+    for n in plan.cloud_nodes:
+        fake_slurm.set(n, "IDLE+CLOUD+POWERED_DOWN")
+    return Context(settings, plan, fake_slurm, ec2, ec2, log)

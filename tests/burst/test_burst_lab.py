@@ -1,0 +1,221 @@
+"""Hybrid burst for real: a lab Slurm cluster grows into "rented" p5 nodes and shrinks back.
+
+Real: Slurm 22.05 (slurmctld's power saving calls the rendered ResumeProgram/SuspendProgram/ResumeFailProgram,
+which exec `clusterctl burst ...` as SlurmUser on the lab controller, installed there by the burst role), the EC2 API
+(moto_server over HTTP, reached from the controller through the lab bridge), the launch requests (the pool's
+template, ENIs, spot market options, tags), the bootstrap over SSH, slurmd registering, the jobs, the spot watcher
+(a systemd service on the burst node polling IMDSv2 over HTTP).
+Simulated: the VMs (a lab node booted for each instance moto reports running, with the instance's private address,
+removed when it is terminated), capacity errors (a proxy in front of moto answers RunInstances in chosen AZs with
+EC2's InsufficientInstanceCapacity), the IMDS (an HTTP server on the lab bridge serving a spot notice), AWS's own
+reclaiming of an interrupted spot instance (the test terminates it in moto), and the Pulumi stack (created with boto3).
+
+One cluster for the module (tests run in file order). Spec: tests/burst/lab-hybrid.yaml (SuspendTime 60 s).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import time
+
+import pytest
+
+from clusterctl import hostlist
+from tests.burst.labcluster import BurstLab
+from tests.helpers import wait_for
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.slurm,
+    pytest.mark.skipif(os.geteuid() != 0, reason="lab nodes need root (network namespaces, systemd-nspawn)"),
+]
+
+CLOUD = ["cloud001", "cloud002", "cloud003", "cloud004"]
+SUBNET_B = "10.219.0.128/26"
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    b = BurstLab(tmp_path_factory.mktemp("burst-state"))
+    try:
+        b.up()
+        yield b
+    finally:
+        b.down()
+
+
+def flags(lab, node) -> set[str]:
+    return set(lab.node(node).get("State", "").split("+"))
+
+
+def back_to_power_saving(f: set[str]) -> bool:
+    """Powered down or on the way there (POWER_DOWN: requested, POWERING_DOWN: SuspendProgram ran), never DOWN."""
+    return bool(f & {"POWER_DOWN", "POWERING_DOWN", "POWERED_DOWN"}) and "DOWN" not in f
+
+
+def powered_down_nodes(lab) -> list[str]:
+    """Cloud nodes Slurm can power up now (POWERED_DOWN, not DOWN, not powering up or down)."""
+    out = []
+    for n in CLOUD:
+        f = flags(lab, n)
+        if "POWERED_DOWN" in f and not f & {"POWERING_UP", "POWERING_DOWN", "DOWN", "DRAIN"}:
+            out.append(n)
+    return out
+
+
+def free_node(lab) -> str:
+    """A cloud node Slurm can power up now; nodes an earlier test released are POWERING_DOWN for SuspendTimeout."""
+    return wait_for(lambda: powered_down_nodes(lab), 300, 3, "a powered-down cloud node")[0]
+
+
+def node_with_reason(lab, node: str, text: str) -> dict | None:
+    """The node's fields once its Reason mentions `text`."""
+    d = lab.node(node)
+    return d if text in d.get("Reason", "") else None
+
+
+def requeued(lab, job: str) -> dict | None:
+    """The job's fields once it has been requeued (Restarts counts it) and the old run's cleanup is over."""
+    j = lab.job(job)
+    return j if int(j.get("Restarts", 0)) >= 1 and j.get("JobState") != "COMPLETING" else None
+
+
+def live_names(lab) -> dict[str, dict]:
+    return {i["TagMap"].get("Name"): i for i in lab.instances()}
+
+
+def job_state(lab, job) -> str:
+    return lab.job(job).get("JobState", "")
+
+
+def test_burst_job_grows_runs_and_shrinks(lab):
+    assert lab.converge_result.ok  # site.yml installed the burst programs on the controller
+    assert "resume-fail" in lab.as_slurm("clusterctl burst --help").stdout
+    assert powered_down_nodes(lab) == CLOUD  # min 0: nothing rented before the job
+    t0 = time.monotonic()
+    job = lab.sbatch("-p burst -N2 --gres=gpu:8 -o /tmp/burst-%j.out --wrap 'srun hostname'")
+    wait_for(lambda: job_state(lab, job) in ("RUNNING", "COMPLETING", "COMPLETED"), 300, 1, f"job {job} to start")
+    started = time.monotonic() - t0
+    wait_for(lambda: job_state(lab, job) == "COMPLETED", 120, 1, f"job {job} to complete")
+    info = lab.job(job)
+    nodes = hostlist.expand(info["NodeList"])
+    assert len(nodes) == 2 and set(nodes) <= set(CLOUD)
+
+    # Resume launched exactly these two, tagged with cluster, pool and node name, and Slurm has their addresses.
+    live = live_names(lab)
+    assert sorted(live) == sorted(nodes)
+    for n in nodes:
+        i = live[n]
+        assert i["TagMap"]["clusterctl:cluster"] == "burst" and i["TagMap"]["clusterctl:pool"] == "cloud"
+        assert i["InstanceType"] == "p5.48xlarge" and i.get("InstanceLifecycle") == "spot"
+        assert lab.node(n)["NodeAddr"] == i["PrivateIpAddress"]
+    # Each instance had its VM, and the job ran there (srun output: both hostnames, set by the bootstrap).
+    booted = {e.node: e.address for e in lab.vms.events if e.what == "booted"}
+    assert {n: booted.get(n) for n in nodes} == {n: live[n]["PrivateIpAddress"] for n in nodes}
+    out = lab.on(booted[nodes[0]], f"cat /tmp/burst-{job}.out").stdout
+    assert sorted(out.split()) == sorted(nodes)
+    log = lab.burst_log()
+    assert "resume latency" in log and f"job {job}: launched" in log
+    print(f"\nsbatch -> job start on burst nodes: {started:.1f}s")
+
+    # SuspendTime (60 s) later: instances terminated (by tag), VMs gone, nodes powered down in Slurm.
+    wait_for(lambda: not set(nodes) & set(live_names(lab)), 240, 3, "the burst instances to be terminated")
+    terminated = {i["TagMap"].get("Name") for i in lab.instances(states=("shutting-down", "terminated"))}
+    assert set(nodes) <= terminated
+    wait_for(lambda: not set(nodes) & {lab.vms.names.get(i) for i in lab.vms.vms}, 60, 1, "their VMs to stop")
+    for n in nodes:
+        f = flags(lab, n)
+        assert back_to_power_saving(f), f
+    assert "suspend" in lab.burst_log()
+
+
+def test_capacity_error_fails_over_to_the_next_az(lab):
+    target = free_node(lab)
+    mark = len(lab.proxy.calls)
+    lab.proxy.failing_azs = {"us-west-2a"}
+    try:
+        job = lab.sbatch(f"-p burst -w {target} --gres=gpu:8 --wrap hostname")
+        wait_for(lambda: job_state(lab, job) == "COMPLETED", 300, 2, f"job {job} to complete on {target}")
+    finally:
+        lab.proxy.failing_azs = set()
+    calls = [(c.availability_zone, c.failed) for c in lab.proxy.calls[mark:]]
+    assert calls[:2] == [("us-west-2a", True), ("us-west-2b", False)], calls
+    inst = live_names(lab)[target]
+    assert inst["Placement"]["AvailabilityZone"] == "us-west-2b"
+    from ipaddress import IPv4Address, IPv4Network
+
+    assert IPv4Address(inst["PrivateIpAddress"]) in IPv4Network(SUBNET_B)  # the AZ's subnet, inside the lab subnet
+    log = lab.burst_log()
+    assert "in us-west-2a failed: InsufficientInstanceCapacity" in log and f"{target}=" in log
+
+
+def test_no_capacity_anywhere_powers_down_with_the_code_and_the_job_waits(lab):
+    target = free_node(lab)
+    mark = len(lab.proxy.calls)
+    lab.proxy.failing_azs = {"us-west-2a", "us-west-2b", "us-west-2c"}
+    try:
+        job = lab.sbatch(f"-p burst -w {target} --gres=gpu:8 --wrap hostname")
+        node = wait_for(lambda: node_with_reason(lab, target, "InsufficientInstanceCapacity"),
+                        120, 1, f"{target} to be powered down with the cloud error")
+        f = set(node["State"].split("+"))
+        assert back_to_power_saving(f), f  # back to power saving, never DOWN
+        assert "us-west-2a, us-west-2b, us-west-2c" in node["Reason"]
+        # Requeued (through COMPLETING): it waits for capacity instead of failing.
+        wait_for(lambda: job_state(lab, job) == "PENDING", 60, 1, f"job {job} to be pending again")
+        calls = lab.proxy.calls[mark:]
+        assert [c.availability_zone for c in calls] == ["us-west-2a", "us-west-2b", "us-west-2c"]
+        assert all(c.failed for c in calls) and target not in live_names(lab)  # nothing launched, nothing left
+    finally:
+        lab.proxy.failing_azs = set()
+        lab.ctl(f"scancel {job}", check=False)
+
+
+SPOT_JOB = """#!/bin/sh
+# Checkpoints on USR1 (what the spot watcher sends), then keeps working until it is requeued.
+trap 'scontrol update jobid=$SLURM_JOB_ID comment=checkpointed-on-$(hostname)' USR1
+while true; do sleep 1; done
+"""
+
+
+def test_spot_notice_drains_the_node_and_requeues_the_job(lab):
+    target = free_node(lab)
+    lab.ctl(f"printf %s {shlex.quote(SPOT_JOB)} > /root/spot.sh")
+    job = lab.sbatch(f"-p burst -w {target} --gres=gpu:8 -o /dev/null /root/spot.sh")
+    wait_for(lambda: job_state(lab, job) == "RUNNING", 300, 1, f"job {job} to run on {target}")
+    address = lab.node(target)["NodeAddr"]
+    wait_for(lambda: lab.imds.polls.get(address, 0) > 0, 60, 1, f"the spot watcher on {target} to poll IMDS")
+
+    mark = len(lab.burst_log())
+    notice = lab.imds.interrupt(address, in_seconds=120)
+    node = wait_for(lambda: node_with_reason(lab, target, "spot interruption"),
+                    60, 1, f"{target} to be drained")
+    assert "DRAIN" in node["State"] and notice["time"] in node["Reason"]
+    # A requeue passes through COMPLETING (the old run's cleanup) back to PENDING.
+    info = wait_for(lambda: requeued(lab, job), 90, 1, f"job {job} to be requeued")
+    assert info["JobState"] in ("PENDING", "REQUEUED", "CONFIGURING", "RUNNING"), info  # requeued, not failed
+    assert info["Comment"] == f"checkpointed-on-{target}"  # the job got the signal before the requeue
+    watcher = lab.on(address, "journalctl -u clusterctl-spot-watch --no-pager -o cat").stdout
+    assert f"job {job}: sending SIGUSR1" in watcher and f"job {job} (RUNNING): requeued" in watcher
+
+    # EC2 takes the instance back (the notice's deadline). Sync powers the node down, unless Slurm already did
+    # (the drained node idle for SuspendTime: its suspend terminated the instance first). Never DOWN.
+    lab.ctl(f"scancel {job}")
+    inst = live_names(lab).get(target)
+    if inst:
+        lab.ec2.terminate_instances(InstanceIds=[inst["InstanceId"]])
+    lab.as_slurm("clusterctl burst sync")
+    f = flags(lab, target)
+    assert back_to_power_saving(f), f
+    log = lab.burst_log()[mark:]
+    assert f"powering down {target}: clusterctl burst: instance gone" in log or f"terminated {target}=" in log
+
+
+def test_everything_shrinks_back_to_owned_only(lab):
+    wait_for(lambda: not lab.instances(), 240, 5, "every instance to be terminated")
+    wait_for(lambda: powered_down_nodes(lab) == CLOUD, 300, 5, "every cloud node to be POWERED_DOWN")
+    wait_for(lambda: not lab.vms.vms, 60, 1, "every VM to stop")
+    assert lab.node("gpu001")["State"] == "IDLE"  # the owned node never powers down (SuspendExcNodes)
+    log = lab.burst_log()
+    assert "Traceback" not in log and "unexpected" not in log
+    assert not lab.vms.errors, lab.vms.errors

@@ -1,0 +1,315 @@
+"""resume / suspend / resume-fail / sync against a real moto server (EC2 API over HTTP) and a fake Slurm.
+
+The pool's launch resources are created in moto the way the Pulumi stack creates them (harness.create_stack:
+VPC, one subnet per AZ, the EFA group, the launch template from clusterctl.cloud.launch), and launches that
+should fail go through harness.FaultProxy, which answers RunInstances in chosen AZs with EC2's
+InsufficientInstanceCapacity (or another code) the way EC2 does: HTTP 500 and EC2's error XML.
+"""
+
+from __future__ import annotations
+
+import tarfile
+import io
+from datetime import datetime, timedelta, timezone
+
+import boto3
+import pytest
+
+from clusterctl.burst import actions
+from clusterctl.burst import ec2 as cloud
+from tests.burst.harness import FaultProxy
+
+AZS = ["us-west-2a", "us-west-2b", "us-west-2c"]
+
+
+@pytest.fixture
+def proxy(stack, moto_server):
+    _, st = stack
+    p = FaultProxy(moto_server, "127.0.0.1", st.subnet_azs)
+    yield p
+    p.stop()
+
+
+@pytest.fixture
+def ctx_proxy(ctx, proxy):
+    """ctx whose RunInstances goes through the fault proxy (describe/terminate go straight to moto)."""
+    ctx.ec2_launch = cloud.clients("us-west-2", endpoint_url=proxy.url)[1]  # the product's client (no SDK retries)
+    return ctx
+
+
+def live(ec2, cluster="burst"):
+    return cloud.cluster_instances(ec2, cluster)
+
+
+# --- discovery and failover -------------------------------------------------------------------------------
+
+
+def test_launch_targets_follow_the_pool_az_order_and_the_stack_tags(ctx, stack):
+    ec2, st = stack
+    pool = ctx.plan.pool_config("cloud")
+    targets = cloud.launch_targets(ec2, "burst", pool)
+    assert [t.availability_zone for t in targets] == AZS
+    assert [t.subnet_id for t in targets] == [st.subnets[az] for az in AZS]
+    assert all(t.launch_template_id == st.launch_template_id for t in targets)
+    assert all(t.security_group_ids == (st.security_group_id,) for t in targets)  # the template's own groups
+
+
+def test_no_stack_means_no_launch(aws):
+    from tests.burst.conftest import lab_plan
+    from clusterctl.cloud.config import StackConfig
+
+    pool = StackConfig.from_plan(lab_plan()).pool("cloud")
+    with pytest.raises(cloud.LaunchFailed) as e:
+        cloud.launch_targets(boto3.client("ec2", region_name="us-west-2"), "burst", pool)
+    assert e.value.code == "NoLaunchTemplate"
+
+
+def test_capacity_error_moves_to_the_next_az(ctx_proxy, proxy, stack):
+    ec2, st = stack
+    proxy.failing_azs = {"us-west-2a"}
+    pool = ctx_proxy.plan.pool_config("cloud")
+    targets = cloud.launch_targets(ec2, "burst", pool)
+    nodes, attempts = cloud.launch_with_failover(ctx_proxy.ec2_launch, pool, "burst", ["cloud001", "cloud002"], targets)
+    assert [(a.availability_zone, a.code) for a in attempts] == [("us-west-2a", "InsufficientInstanceCapacity"),
+                                                                 ("us-west-2b", None)]
+    assert {v["availability_zone"] for v in nodes.values()} == {"us-west-2b"}
+    # All or nothing: exactly one request per AZ, each for both nodes (MinCount = MaxCount = 2).
+    assert [(c.availability_zone, c.count, c.failed) for c in proxy.calls] == [("us-west-2a", "2", True), ("us-west-2b", "2", False)]
+    insts = live(ec2)
+    assert sorted(i.name for i in insts) == ["cloud001", "cloud002"]
+    assert all(i.availability_zone == "us-west-2b" and i.pool == "cloud" for i in insts)
+
+
+def test_every_az_failing_raises_with_the_cloud_code(ctx_proxy, proxy, stack):
+    ec2, _ = stack
+    proxy.failing_azs = set(AZS)
+    pool = ctx_proxy.plan.pool_config("cloud")
+    with pytest.raises(cloud.LaunchFailed) as e:
+        cloud.launch_with_failover(ctx_proxy.ec2_launch, pool, "burst", ["cloud001"], cloud.launch_targets(ec2, "burst", pool))
+    assert e.value.code == "InsufficientInstanceCapacity"
+    assert [a.availability_zone for a in e.value.attempts] == AZS
+    assert live(ec2) == []
+
+
+@pytest.mark.parametrize("code", [
+    "MaxSpotInstanceCountExceeded",  # a quota is regional: the pool's other AZs would fail the same way
+    "InvalidParameterValue",  # not a capacity problem at all
+])
+def test_errors_other_than_capacity_stop_at_once(ctx_proxy, proxy, stack, code):
+    ec2, _ = stack
+    proxy.failing_azs = {"us-west-2a"}
+    proxy.fail_code = code
+    pool = ctx_proxy.plan.pool_config("cloud")
+    with pytest.raises(cloud.LaunchFailed) as e:
+        cloud.launch_with_failover(ctx_proxy.ec2_launch, pool, "burst", ["cloud001"], cloud.launch_targets(ec2, "burst", pool))
+    assert e.value.code == code and len(proxy.calls) == 1
+
+
+# --- resume ------------------------------------------------------------------------------------------------
+
+
+def test_resume_launches_per_job_tags_and_sets_addresses(ctx, stack):
+    ec2, _ = stack
+    data = {"jobs": [{"job_id": 11, "nodes": "cloud[001-002]"}], "all_nodes": "cloud[001-003]"}
+    report = actions.resume(ctx, "cloud[001-003]", data)
+    assert report.ok and sorted(report.launched) == ["cloud001", "cloud002", "cloud003"]
+    insts = {i.name: i for i in live(ec2)}
+    assert sorted(insts) == ["cloud001", "cloud002", "cloud003"]
+    for n, i in insts.items():
+        assert ctx.slurm.addresses[n] == i.private_ip  # scontrol update nodename=N nodeaddr=IP
+    raw = ec2.describe_instances(InstanceIds=[insts["cloud001"].id])["Reservations"][0]["Instances"][0]
+    tags = {t["Key"]: t["Value"] for t in raw["Tags"]}
+    assert tags["clusterctl:cluster"] == "burst" and tags["clusterctl:pool"] == "cloud" and tags["Name"] == "cloud001"
+    assert raw["InstanceType"] == "p5.48xlarge" and raw.get("InstanceLifecycle") == "spot"
+    # One RunInstances per job group: the job's two nodes together, the third alone.
+    launches = [a for a in report.attempts if a.code is None]
+    assert len(launches) == 2
+
+
+def test_resume_twice_reuses_the_live_instance(ctx, stack):
+    ec2, _ = stack
+    first = actions.resume(ctx, "cloud001")
+    second = actions.resume(ctx, "cloud001")  # slurmctld may run ResumeProgram again after a restart
+    assert list(first.launched) == ["cloud001"] and second.launched == {}
+    assert second.reused["cloud001"]["instance_id"] == first.launched["cloud001"]["instance_id"]
+    assert len(live(ec2)) == 1
+
+
+def test_resume_ignores_nodes_that_are_not_burst_nodes(ctx, stack):
+    report = actions.resume(ctx, "gpu001,cloud004")
+    assert list(report.launched) == ["cloud004"]
+
+
+def test_failed_launch_powers_the_job_down_with_the_code(ctx_proxy, proxy, stack):
+    ec2, _ = stack
+    proxy.failing_azs = set(AZS)
+    report = actions.resume(ctx_proxy, "cloud[001-002]", {"jobs": [{"job_id": 5, "nodes": "cloud[001-002]"}]})
+    assert not report.ok and report.launched == {}
+    assert live(ec2) == []
+    [(names, reason)] = ctx_proxy.slurm.powered_down
+    assert names == ["cloud001", "cloud002"]
+    assert "InsufficientInstanceCapacity" in reason and "us-west-2a, us-west-2b, us-west-2c" in reason
+    assert all(ctx_proxy.slurm.states[n].powering_down for n in names)  # POWER_DOWN, never DOWN
+
+
+def test_capacity_in_the_second_az_is_used(ctx_proxy, proxy, stack):
+    ec2, st = stack
+    proxy.failing_azs = {"us-west-2a"}
+    report = actions.resume(ctx_proxy, "cloud001")
+    assert report.ok and report.launched["cloud001"]["availability_zone"] == "us-west-2b"
+    assert ctx_proxy.slurm.powered_down == []
+
+
+# --- suspend / resume-fail ---------------------------------------------------------------------------------
+
+
+def test_suspend_terminates_by_tag_and_is_safe_to_repeat(ctx, stack):
+    ec2, _ = stack
+    actions.resume(ctx, "cloud[001-003]")
+    ids = actions.suspend(ctx, "cloud[001-002]")
+    assert len(ids) == 2
+    assert [i.name for i in live(ec2)] == ["cloud003"]
+    assert actions.suspend(ctx, "cloud[001-002]") == []
+
+
+def test_resume_fail_terminates_and_powers_down(ctx, stack):
+    ec2, _ = stack
+    actions.resume(ctx, "cloud002")
+    actions.resume_fail(ctx, "cloud002")
+    assert live(ec2) == []
+    [(names, reason)] = ctx.slurm.powered_down
+    assert names == ["cloud002"] and "resume failed" in reason
+
+
+# --- sync --------------------------------------------------------------------------------------------------
+
+
+def _old(ctx, monkeypatch, seconds=3600):
+    """Make every instance look `seconds` old (moto stamps LaunchTime now)."""
+    real = cloud.cluster_instances
+
+    def aged(*a, **kw):
+        from dataclasses import replace
+
+        return [replace(i, launch_time=datetime.now(timezone.utc) - timedelta(seconds=seconds)) for i in real(*a, **kw)]
+
+    monkeypatch.setattr(cloud, "cluster_instances", aged)
+
+
+def test_sync_terminates_instances_of_powered_down_nodes(ctx, stack):
+    ec2, _ = stack
+    actions.resume(ctx, "cloud[001-002]")
+    ctx.slurm.set("cloud001", "IDLE+CLOUD", ctx.slurm.addresses["cloud001"])  # registered, in use
+    # cloud002: Slurm powered it down but the instance is still there (a suspend that failed)
+    ctx.slurm.set("cloud002", "IDLE+CLOUD+POWERED_DOWN")
+    report = actions.sync(ctx)
+    assert [i.name for i in live(ec2)] == ["cloud001"]
+    assert len(report.terminated) == 1 and "cloud002 is powered down" in next(iter(report.terminated.values()))
+    assert ctx.slurm.powered_down == []
+
+
+def test_sync_powers_down_nodes_whose_instance_vanished(ctx, stack):
+    ec2, _ = stack
+    actions.resume(ctx, "cloud[001-002]")
+    for n in ("cloud001", "cloud002"):
+        ctx.slurm.set(n, "ALLOCATED+CLOUD", ctx.slurm.addresses[n])
+    victim = next(i for i in live(ec2) if i.name == "cloud002")
+    ec2.terminate_instances(InstanceIds=[victim.id])  # a spot interruption: EC2 takes it back
+    report = actions.sync(ctx)
+    assert list(report.powered_down) == ["cloud002"]
+    [(names, reason)] = ctx.slurm.powered_down
+    assert names == ["cloud002"] and "instance gone" in reason
+    assert [i.name for i in live(ec2)] == ["cloud001"]  # the healthy node is left alone
+
+
+def test_sync_leaves_launches_in_flight_alone(ctx, stack):
+    ec2, _ = stack
+    actions.resume(ctx, "cloud001")
+    ctx.slurm.set("cloud001", "MIXED+CLOUD+POWERING_UP", ctx.slurm.addresses["cloud001"])
+    report = actions.sync(ctx)
+    assert report.terminated == {} and ctx.slurm.powered_down == [] and len(live(ec2)) == 1
+
+
+def test_sync_terminates_strays_only_after_the_grace(ctx, stack, monkeypatch):
+    ec2, st = stack
+    # An instance of the pool with no Name (a resume that died between RunInstances and tagging) and one whose
+    # Name is no node of this cluster (max shrank): both strays.
+    for name in (None, "cloud099"):
+        tags = [{"Key": "clusterctl:cluster", "Value": "burst"}, {"Key": "clusterctl:pool", "Value": "cloud"}]
+        if name:
+            tags.append({"Key": "Name", "Value": name})
+        ec2.run_instances(MinCount=1, MaxCount=1, LaunchTemplate={"LaunchTemplateId": st.launch_template_id},
+                          SubnetId=st.subnets["us-west-2a"], TagSpecifications=[{"ResourceType": "instance", "Tags": tags}])
+    # Something else in the account (another cluster's node): never touched.
+    ec2.run_instances(MinCount=1, MaxCount=1, LaunchTemplate={"LaunchTemplateId": st.launch_template_id},
+                      SubnetId=st.subnets["us-west-2a"],
+                      TagSpecifications=[{"ResourceType": "instance", "Tags": [{"Key": "clusterctl:cluster", "Value": "other"},
+                                                                             {"Key": "clusterctl:pool", "Value": "cloud"}]}])
+    young = actions.sync(ctx)
+    assert young.terminated == {} and len(live(ec2)) == 2
+    _old(ctx, monkeypatch)
+    old = actions.sync(ctx)
+    assert len(old.terminated) == 2 and live(ec2) == []
+    assert len(live(ec2, "other")) == 1
+
+
+def test_sync_keeps_the_instance_slurm_uses_when_there_are_two(ctx, stack):
+    ec2, st = stack
+    first = actions.resume(ctx, "cloud001").launched["cloud001"]
+    ctx.slurm.set("cloud001", "IDLE+CLOUD", first["private_ip"])
+    # A second launch for the same node (two resumes racing without tags to see each other)
+    tags = [{"Key": "clusterctl:cluster", "Value": "burst"}, {"Key": "clusterctl:pool", "Value": "cloud"},
+            {"Key": "Name", "Value": "cloud001"}]
+    ec2.run_instances(MinCount=1, MaxCount=1, LaunchTemplate={"LaunchTemplateId": st.launch_template_id},
+                      SubnetId=st.subnets["us-west-2b"], TagSpecifications=[{"ResourceType": "instance", "Tags": tags}])
+    actions.sync(ctx)
+    assert [i.id for i in live(ec2)] == [first["instance_id"]]
+
+
+def test_sync_dry_run_changes_nothing(ctx, stack):
+    ec2, _ = stack
+    actions.resume(ctx, "cloud001")  # cloud001 still POWERED_DOWN in the fake Slurm: an orphan
+    report = actions.sync(ctx, dry_run=True)
+    assert len(report.terminated) == 1 and len(live(ec2)) == 1
+
+
+# --- bootstrap payload -------------------------------------------------------------------------------------
+
+
+def test_bootstrap_payload_carries_the_controller_files(ctx, settings, stack):
+    from clusterctl.burst import bootstrap
+    from tests.burst.conftest import HERE
+
+    role_files = HERE.parents[1] / "playbooks" / "roles" / "burst" / "files"
+    for f in ("bootstrap.sh", "clusterctl-spot-watch", "clusterctl-spot-watch.service"):
+        (settings.kit_dir / f).write_bytes((role_files / f).read_bytes())
+    (settings.kit_dir / "pools" / "cloud").mkdir(parents=True)
+    (settings.kit_dir / "pools" / "cloud" / "nccl.env").write_text("NCCL_DEBUG=WARN\n")
+    settings.slurm_dir.mkdir()
+    (settings.slurm_dir / "slurm.conf").write_text("ClusterName=burst\n")
+    (settings.slurm_dir / "gres.conf").write_text("# gres\n")
+    settings.munge_key.write_bytes(b"k" * 1024)
+    data = bootstrap.payload(ctx, "cloud002", "10.219.0.70")
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        names = set(tar.getnames())
+        env = tar.extractfile("node.env").read().decode()
+        key = tar.getmember("munge.key")
+    assert {"bootstrap.sh", "clusterctl-spot-watch", "clusterctl-spot-watch.service", "nccl.env", "slurm/slurm.conf",
+            "slurm/gres.conf", "munge.key", "node.env"} <= names
+    assert key.mode == 0o400
+    assert "NODE=cloud002\n" in env and "ADDRESS=10.219.0.70\n" in env and "CONTROLLER=burst-ctl\n" in env
+    assert "CONTROLLER_ADDR=10.219.0.10\n" in env and "POOL=cloud\n" in env
+    # The plan's user for aws nodes is Debian's admin (sudo); the lab overrides it with CLUSTERCTL_BURST_SSH_USER.
+    argv = bootstrap.ssh_argv(ctx, "cloud002", "i-0123", "10.219.0.70")
+    assert argv[-1] == "admin@10.219.0.70" and any("known_hosts.d/i-0123" in a for a in argv)
+
+
+def test_sync_heals_nodes_a_failed_resume_left_down(ctx, stack):
+    # ResumeTimeout marked them DOWN and ResumeFailProgram could not run (the AWS API hung): Slurm's own reason.
+    ctx.slurm.states["cloud003"] = ctx.slurm.NodeState("cloud003", "DOWN+CLOUD+POWERED_DOWN", "cloud003", "ResumeTimeout reached")
+    # An admin took cloud004 down on purpose: left alone.
+    ctx.slurm.states["cloud004"] = ctx.slurm.NodeState("cloud004", "DOWN+CLOUD+POWERED_DOWN", "cloud004", "bad DIMM, ticket 42")
+    report = actions.sync(ctx)
+    assert list(report.powered_down) == ["cloud003"]
+    [(names, reason)] = ctx.slurm.powered_down
+    assert names == ["cloud003"] and "ResumeTimeout reached" in reason
