@@ -192,7 +192,7 @@ def up(
     quiet = output is Output.json
     out = console(stderr=quiet)
     _maybe_break_lock(cluster.name, break_lock, out)
-    report, plan, access = do_up(cluster, out, quiet=quiet, confirm=_confirm_cloud(out, yes, quiet),
+    report, plan, access = do_up(cluster, out, quiet=quiet, confirm=_confirm_cloud(out, yes, quiet, cluster),
                                  on_findings=lambda fs: print_findings(fs, str(spec), stderr=True))
     if quiet:
         sys.stdout.write(json.dumps(report.to_dict(plan, access), indent=2) + "\n")
@@ -262,7 +262,7 @@ def apply(
     _maybe_break_lock(cluster.name, break_lock, out)
     report, up_report, plan, access = do_apply(
         cluster, out, plan_file=plan_file, allow_replace=allow_replace, quiet=quiet,
-        confirm=_confirm_cloud(out, yes, quiet), on_findings=lambda fs: print_findings(fs, str(spec), stderr=True))
+        confirm=_confirm_cloud(out, yes, quiet, cluster), on_findings=lambda fs: print_findings(fs, str(spec), stderr=True))
     if up_report is None:
         if quiet:
             sys.stdout.write(json.dumps({"cluster": cluster.name, "ok": True, "changes": False}) + "\n")
@@ -297,11 +297,17 @@ def drift(spec: Path = SpecArg, output: Output = typer.Option(Output.text, "--ou
     raise typer.Exit(2 if report["drift"] else 0 if report["complete"] else 1)
 
 
-def _confirm_cloud(out, yes: bool, quiet: bool):
+def _confirm_cloud(out, yes: bool, quiet: bool, cluster):
+    """After the Pulumi preview: show what it will do and what the cluster costs per hour, then ask (or --yes)."""
     def confirm(preview) -> bool:
         from clusterctl.cloud.progress import print_changes
+        from clusterctl.economics.cost import estimate_cost
 
         print_changes(out, preview.changes)
+        cost = estimate_cost(cluster)
+        out.print(f"cost once up: ${cost.total_hourly_usd:,.2f}/hour, ${cost.total_monthly_usd:,.0f}/month"
+                  + ("" if cost.complete else " (some pools could not be priced)") + "; details: `clusterctl cost`",
+                  markup=False, highlight=False)
         if yes:
             return True
         if not out.is_terminal or quiet:

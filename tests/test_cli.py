@@ -118,3 +118,27 @@ def test_validate_does_not_import_engines():
             "print('HEAVY', heavy)") % str(example("hybrid-burst.yaml"))
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert "HEAVY []" in r.stdout
+
+
+def test_cloud_confirmation_shows_the_preview_and_the_hourly_cost():
+    """What `up` prints before asking to create aws resources: the Pulumi preview counts and the cluster's cost."""
+    import io
+
+    from rich.console import Console
+
+    from clusterctl.cli import _confirm_cloud
+    from clusterctl.cloud.automation import Preview
+    from clusterctl.economics.cost import estimate_cost
+    from clusterctl.validate import load_valid
+
+    spec = load_valid(example("aws-p5-spot.yaml"))
+    buf = io.StringIO()
+    out = Console(file=buf, width=200, force_terminal=False)
+    assert _confirm_cloud(out, True, False, spec)(Preview({"create": 52}, [])) is True
+    text = buf.getvalue()
+    hourly = estimate_cost(spec).total_hourly_usd
+    assert "52" in text and "create" in text
+    assert f"${hourly:,.2f}/hour" in text and hourly > 800  # 16 x p5.48xlarge
+    buf.truncate(0)
+    assert _confirm_cloud(out, False, False, spec)(Preview({"create": 52}, [])) is False  # no terminal, no --yes
+    assert "--yes" in buf.getvalue()
