@@ -1,5 +1,6 @@
 """`clusterctl down`: lab nodes removed completely; owned hosts drained and their Slurm daemons stopped, nothing
-else touched. Refuses while jobs run unless forced."""
+else touched; aws: burst instances terminated, then exactly the cluster's stack destroyed. Refuses while jobs run
+unless forced."""
 
 from __future__ import annotations
 
@@ -43,7 +44,8 @@ def down(spec, console, force: bool = False, quiet: bool = False) -> dict:
     state = ClusterState(spec.name)
     with state.lock("down"):
         plan, _ = render_spec(spec)
-        access = access_for(plan, state, (lambda m: None) if quiet else (lambda m: console.print(f"  {m}", markup=False)))
+        say = (lambda m: None) if quiet else (lambda m: console.print(f"  {m}", markup=False))
+        access = access_for(plan, state, say)
         jobs = running_jobs(access, plan) if _controller_up(access, plan) else []
         if jobs and not force:
             raise JobsRunning(f"{len(jobs)} job(s) running on cluster {plan.name} (first: {jobs[0]}); "
@@ -64,8 +66,12 @@ def down(spec, console, force: bool = False, quiet: bool = False) -> dict:
             if not r.ok and not has_aws(spec):
                 raise ClusterctlError(f"stopping Slurm failed on {len(r.failures)} host(s); nothing else was changed")
         if has_aws(spec):
+            from clusterctl.burst.teardown import release_burst_instances
             from clusterctl.cloud.up import cloud_down
 
+            # Nodes Slurm powered up are not the stack's: terminated first (by tag), or they would keep running
+            # and hold the subnets the destroy removes.
+            result["burst_terminated"] = release_burst_instances(plan, say)
             # Exactly the stack this cluster's state names: nothing else in the account is looked at.
             result["aws"] = cloud_down(plan, state, console=console, quiet=quiet)
         if access.lab is not None:

@@ -313,3 +313,42 @@ def test_sync_heals_nodes_a_failed_resume_left_down(ctx, stack):
     assert list(report.powered_down) == ["cloud003"]
     [(names, reason)] = ctx.slurm.powered_down
     assert names == ["cloud003"] and "ResumeTimeout reached" in reason
+
+
+# --- down ---------------------------------------------------------------------------------------------------
+
+
+def test_down_terminates_burst_instances_and_strays_but_nothing_else(ctx, stack):
+    from clusterctl.burst.teardown import release_burst_instances
+
+    ec2, st = stack
+    launched = actions.resume(ctx, "cloud[001-002]").launched
+
+    def run(tags):
+        return ec2.run_instances(MinCount=1, MaxCount=1, LaunchTemplate={"LaunchTemplateId": st.launch_template_id},
+                                 SubnetId=st.subnets["us-west-2a"],
+                                 TagSpecifications=[{"ResourceType": "instance", "Tags": tags}])["Instances"][0]["InstanceId"]
+
+    ours = [{"Key": "clusterctl:cluster", "Value": "burst"}]
+    stray = run(ours + [{"Key": "clusterctl:pool", "Value": "cloud"}])  # a resume that died before tagging the Name
+    static = run(ours + [{"Key": "clusterctl:pool", "Value": "gpu"}, {"Key": "Name", "Value": "gpu001"}])
+    other = run([{"Key": "clusterctl:cluster", "Value": "other"}, {"Key": "clusterctl:pool", "Value": "cloud"},
+                 {"Key": "Name", "Value": "cloud001"}])
+    said = []
+    released = release_burst_instances(ctx.plan.plan, said.append, poll_seconds=1)
+    assert released == {"cloud001": launched["cloud001"]["instance_id"], "cloud002": launched["cloud002"]["instance_id"],
+                        stray: stray}
+    states = {i["InstanceId"]: i["State"]["Name"] for r in ec2.describe_instances()["Reservations"] for i in r["Instances"]}
+    assert {states[i] for i in released.values()} == {"terminated"}  # waited for, not just asked
+    assert states[static] == "running" and states[other] == "running"
+    assert "terminating 3 burst instance(s) in us-west-2" in said[0]
+    assert release_burst_instances(ctx.plan.plan, said.append, poll_seconds=1) == {}  # safe to repeat
+
+
+def test_down_stops_before_the_destroy_when_terminating_fails(ctx, stack, monkeypatch):
+    from clusterctl.burst import teardown
+
+    actions.resume(ctx, "cloud001")
+    monkeypatch.setattr(teardown.cloud, "terminate", lambda ec2, ids: ec2.terminate_instances(InstanceIds=["i-00000000"]))
+    with pytest.raises(teardown.BurstTeardownFailed, match="the stack was not destroyed"):
+        teardown.release_burst_instances(ctx.plan.plan, poll_seconds=1)
