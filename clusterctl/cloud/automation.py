@@ -2,8 +2,9 @@
 
 - project `clusterctl`, stack = cluster name, inline program = clusterctl.cloud.program.program_from_config
   (the same function stacks/aws/__main__.py runs under a plain `pulumi up`);
-- state backend `file://<state dir>/<cluster>/pulumi` by default; `CLUSTERCTL_PULUMI_BACKEND` (s3://bucket/prefix,
-  file://..., or a Pulumi Cloud URL) overrides it, so a team can share state;
+- state backend `file://<state dir>/<cluster>/pulumi` by default; the spec's `state.pulumi_backend` or
+  `CLUSTERCTL_PULUMI_BACKEND` (s3://bucket/prefix, file://..., or a Pulumi Cloud URL) moves it, so a team or a
+  pipeline can share state; when both are set they must agree (two places would mean two stacks, two clusters);
 - secrets: the passphrase provider with a generated passphrase kept in the cluster's secrets dir (0600), unless
   PULUMI_CONFIG_PASSPHRASE[_FILE] is set or CLUSTERCTL_PULUMI_SECRETS_PROVIDER names another (e.g. awskms://...);
 - config: the rendered stack config (render/cloud.py) plus the runtime values (SSH public key, admin CIDR) and the
@@ -67,9 +68,13 @@ def require_aws_plugin(pulumi_bin: str) -> None:
                                f"`pulumi plugin install resource aws {aws_plugin_version()}`.")
 
 
-def backend_url(state: ClusterState) -> str:
+def backend_url(state: ClusterState, from_spec: str | None = None) -> str:
+    """The stack's state backend: the spec's `state.pulumi_backend`, else $CLUSTERCTL_PULUMI_BACKEND, else file://."""
     env = os.environ.get(BACKEND_ENV, "").strip()
-    return env or (state.dir / "pulumi").as_uri()
+    if from_spec and env and env.rstrip("/") != from_spec.rstrip("/"):
+        raise CloudError(f"{BACKEND_ENV}={env} but the spec's state.pulumi_backend is {from_spec}: the stack would be "
+                         f"looked for in the wrong place; unset {BACKEND_ENV} or make them agree")
+    return from_spec or env or (state.dir / "pulumi").as_uri()
 
 
 @dataclass
@@ -78,6 +83,7 @@ class StackSettings:
 
     cluster: str
     config: dict  # the rendered stack config (namespaced keys)
+    backend: str  # backend_url() of the cluster
     munge_key_b64: str
     ssh_public_key: str | None = None
     admin_cidr: str | None = None
@@ -95,11 +101,10 @@ def _passphrase_env(state: ClusterState) -> dict[str, str]:
     return {"PULUMI_CONFIG_PASSPHRASE_FILE": str(path)}
 
 
-def workspace_options(state: ClusterState, extra_env: dict[str, str] | None = None):
+def workspace_options(state: ClusterState, url: str, extra_env: dict[str, str] | None = None):
     """LocalWorkspaceOptions for the cluster's stack: project `clusterctl`, the backend, the secrets provider."""
     from pulumi import automation as auto
 
-    url = backend_url(state)
     if url.startswith("file://"):
         Path(url[len("file://"):]).mkdir(parents=True, exist_ok=True)
     work = state.dir / "pulumi-workspace"
@@ -120,7 +125,7 @@ def open_stack(state: ClusterState, settings: StackSettings):
     from clusterctl.cloud.config import RUNTIME_KEYS, SECRET_KEYS, automation_config
     from clusterctl.cloud.program import program_from_config
 
-    opts = workspace_options(state, settings.env)
+    opts = workspace_options(state, settings.backend, settings.env)
     try:
         stack = auto.create_or_select_stack(stack_name=settings.cluster, project_name=PROJECT,
                                             program=program_from_config, opts=opts)
@@ -140,22 +145,21 @@ def open_stack(state: ClusterState, settings: StackSettings):
             stack.remove_all_config(stale)
         stack.set_all_config(values)
     except auto.errors.CommandError as e:
-        raise CloudError(f"pulumi could not open stack {settings.cluster} at {backend_url(state)}: {_first_error(e)}") from e
+        raise CloudError(f"pulumi could not open stack {settings.cluster} at {settings.backend}: {_first_error(e)}") from e
     return stack
 
 
-def existing_stack(state: ClusterState, cluster: str):
-    """The cluster's stack if it was ever created, else None (creates no backend or stack)."""
+def existing_stack(state: ClusterState, cluster: str, url: str):
+    """The cluster's stack in backend `url` if it was ever created, else None (creates no backend or stack)."""
     from pulumi import automation as auto
 
     from clusterctl.cloud.program import program_from_config
 
-    url = backend_url(state)
     if url.startswith("file://") and not Path(url[len("file://"):]).exists():
         return None
     try:
         return auto.select_stack(stack_name=cluster, project_name=PROJECT, program=program_from_config,
-                                 opts=workspace_options(state))
+                                 opts=workspace_options(state, url))
     except auto.errors.StackNotFoundError:
         return None
     except auto.errors.CommandError as e:

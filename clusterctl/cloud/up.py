@@ -100,7 +100,8 @@ def stack_settings(plan: ClusterPlan, state: ClusterState, admin_cidr: str | Non
 
     _, public_key = ensure_ssh_key(state)
     return automation.StackSettings(
-        cluster=plan.name, config=cloud_config(plan), munge_key_b64=_munge_b64(state), ssh_public_key=public_key,
+        cluster=plan.name, config=cloud_config(plan), backend=automation.backend_url(state, plan.pulumi_backend),
+        munge_key_b64=_munge_b64(state), ssh_public_key=public_key,
         admin_cidr=admin_cidr or os.environ.get(ADMIN_CIDR_ENV) or None)
 
 
@@ -137,6 +138,12 @@ def cloud_up(plan: ClusterPlan, state: ClusterState, *, confirm: Callable[[objec
     return CloudUpResult(findings, preview, CloudOutputs.from_stack(out))
 
 
+def _existing_stack(plan: ClusterPlan, state: ClusterState):
+    from clusterctl.cloud import automation
+
+    return automation.existing_stack(state, plan.name, automation.backend_url(state, plan.pulumi_backend))
+
+
 def existing_stack_or_reason(plan: ClusterPlan, state: ClusterState):
     """(stack, None) when the pulumi CLI and the cluster's stack are there, else (None, why not). Creates nothing."""
     from clusterctl.cloud import automation
@@ -144,7 +151,7 @@ def existing_stack_or_reason(plan: ClusterPlan, state: ClusterState):
 
     try:
         automation.require_aws_plugin(automation.require_pulumi_cli())
-        stack = automation.existing_stack(state, plan.name)
+        stack = _existing_stack(plan, state)
     except CloudError as e:
         return None, str(e)
     if stack is None:
@@ -169,7 +176,7 @@ def cloud_outputs(plan: ClusterPlan, state: ClusterState) -> CloudOutputs | None
     """Outputs of the existing stack (for `status` / a later converge), None when there is none."""
     from clusterctl.cloud import automation
 
-    stack = automation.existing_stack(state, plan.name)
+    stack = _existing_stack(plan, state)
     return CloudOutputs.from_stack(automation.outputs(stack)) if stack is not None else None
 
 
@@ -179,7 +186,7 @@ def cloud_down(plan: ClusterPlan, state: ClusterState, *, console=None, quiet: b
     from clusterctl.cloud import automation
 
     automation.require_pulumi_cli()
-    stack = automation.existing_stack(state, plan.name)
+    stack = _existing_stack(plan, state)
     if stack is None:
         return {}
     with _progress(console, f"destroying {plan.name} (aws)", quiet, on_event) as cb:

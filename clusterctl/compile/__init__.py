@@ -53,6 +53,7 @@ def compile_plan(spec: ClusterSpec, facts: LiveFacts | None = None) -> ClusterPl
         software=spec.software.model_dump(),
         monitoring=spec.monitoring.model_dump(),
         lab=Lab(spec.lab.subnet, eff.lab_gateway(spec), lab_prefix_len(spec)) if has_local else None,
+        pulumi_backend=spec.state.pulumi_backend,
     )
 
 

@@ -166,6 +166,7 @@ class ClusterPlan:
     software: dict
     monitoring: dict
     lab: Lab | None = None
+    pulumi_backend: str | None = None  # state backend of the aws stack from the spec (None: the default / env)
 
     def pool(self, name: str) -> PoolPlan:
         return next(p for p in self.pools if p.name == name)

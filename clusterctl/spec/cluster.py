@@ -43,6 +43,18 @@ class Lab(SpecModel):
         return str(net)
 
 
+class State(SpecModel):
+    pulumi_backend: str | None = spec_field(
+        None,
+        pattern=r"^(file|s3|gs|azblob)://\S+$|^https://\S+$",
+        description="Where the Pulumi state of the aws pools' stack lives: s3://bucket/prefix (shared by a team or a CI "
+        "pipeline), gs://, azblob://, file://, or a Pulumi Cloud URL. Default: file:// under the clusterctl state "
+        "directory, or $CLUSTERCTL_PULUMI_BACKEND. Moving it would orphan the existing stack: migrate with "
+        "`pulumi stack export` / `import` first.",
+        policy=F,
+    )
+
+
 class ClusterSpec(SpecModel):
     api_version: Literal["clusterctl/v1"] = spec_field(API_VERSION, alias="apiVersion", description="Spec format version.", policy=F)
     name: str = spec_field(pattern=NAME_PATTERN, description="Cluster name: Slurm ClusterName, stack name, tag value.", policy=F)
@@ -55,6 +67,7 @@ class ClusterSpec(SpecModel):
     software: Software = spec_field(default_factory=Software, description="Pinned software versions.")
     nccl: Nccl = spec_field(default_factory=Nccl, description="NCCL environment for jobs.")
     monitoring: Monitoring = spec_field(default_factory=Monitoring, description="Monitoring and alerting.")
+    state: State = spec_field(default_factory=State, description="Where clusterctl keeps the cloud stack's state.")
 
     def pool(self, name: str):
         return next((p for p in self.pools if p.name == name), None)

@@ -59,6 +59,33 @@ def test_backend_default_is_file_in_state_dir_and_env_overrides(monkeypatch, tmp
     assert automation.backend_url(state) == "s3://team-pulumi-state/clusters"
 
 
+def test_backend_from_the_spec_and_a_conflicting_env_is_refused(monkeypatch):
+    from clusterctl.cloud.errors import CloudError
+    from clusterctl.cloud.up import stack_settings
+    from tests.helpers import edited, load_dict
+
+    loaded = load_dict(edited("aws-p5-spot.yaml", lambda d: d.update(state={"pulumi_backend": "s3://acme-state/p5"})))
+    assert loaded.ok
+    plan = compile_plan(loaded.spec)
+    assert plan.pulumi_backend == "s3://acme-state/p5"
+    state = ClusterState(plan.name)
+    monkeypatch.delenv(automation.BACKEND_ENV, raising=False)
+    assert stack_settings(plan, state).backend == "s3://acme-state/p5"
+    monkeypatch.setenv(automation.BACKEND_ENV, "s3://acme-state/p5/")  # the same place
+    assert automation.backend_url(state, plan.pulumi_backend) == "s3://acme-state/p5"
+    monkeypatch.setenv(automation.BACKEND_ENV, "s3://other-state")
+    with pytest.raises(CloudError, match="CLUSTERCTL_PULUMI_BACKEND=s3://other-state but the spec's state.pulumi_backend"):
+        automation.backend_url(state, plan.pulumi_backend)
+
+
+def test_backend_in_the_spec_must_be_a_backend_url():
+    from tests.helpers import edited, load_dict
+
+    loaded = load_dict(edited("aws-p5-spot.yaml", lambda d: d.update(state={"pulumi_backend": "my-bucket/p5"})))
+    assert not loaded.ok
+    assert [(f.path, f.line is not None) for f in loaded.findings] == [("state.pulumi_backend", True)]
+
+
 def test_passphrase_file_is_made_once_private(monkeypatch):
     monkeypatch.delenv("PULUMI_CONFIG_PASSPHRASE", raising=False)
     monkeypatch.delenv("PULUMI_CONFIG_PASSPHRASE_FILE", raising=False)
