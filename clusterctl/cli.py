@@ -208,7 +208,8 @@ def down(
     break_lock: bool = typer.Option(False, "--break-lock", help="Remove another run's lock first (make sure it is gone)."),
     output: Output = typer.Option(Output.text, "--output", "-o"),
 ) -> None:
-    """Take the cluster down: lab nodes removed completely; owned hosts drained and Slurm stopped (no data touched);
+    """Take the cluster down: lab nodes removed completely; owned hosts drained and the daemons clusterctl started
+    stopped (no data touched);
     aws: nodes drained, burst instances terminated, then exactly the cluster's Pulumi stack destroyed."""
     import json
 

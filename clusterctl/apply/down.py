@@ -1,5 +1,5 @@
-"""`clusterctl down`: lab nodes removed completely; owned hosts drained and their Slurm daemons stopped, nothing
-else touched; aws: burst instances terminated, then exactly the cluster's stack destroyed. Refuses while jobs run
+"""`clusterctl down`: lab nodes removed completely; owned hosts drained and the daemons clusterctl started stopped
+(playbooks/down.yml), nothing else touched; aws: burst instances terminated, then exactly the cluster's stack destroyed. Refuses while jobs run
 unless forced."""
 
 from __future__ import annotations

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from clusterctl.compile.model import ClusterPlan, Node
 from clusterctl.render import layout
+from clusterctl.render.slurm import runs_slurmdbd
 from clusterctl.render.yamlout import dump_yaml
 from clusterctl.sshargs import common_args_string
 
@@ -50,6 +51,7 @@ def all_vars(plan: ClusterPlan) -> dict:
         "clusterctl_slurm_version": "%d.%02d" % plan.slurm.version,
         "clusterctl_software": plan.software,
         "clusterctl_accounting": plan.slurm.accounting,
+        "clusterctl_slurmdbd": runs_slurmdbd(plan),
         "clusterctl_has_cloud_nodes": any(n.cloud for n in plan.nodes),
         "clusterctl_monitoring": plan.monitoring,
         "clusterctl_files": {
@@ -57,6 +59,7 @@ def all_vars(plan: ClusterPlan) -> dict:
             "gres_conf": layout.GRES_CONF,
             "cgroup_conf": layout.CGROUP_CONF,
             "topology_conf": layout.TOPOLOGY_CONF,
+            "slurmdbd_conf": layout.SLURMDBD_CONF,
             "hosts": layout.HOSTS,
         },
         "clusterctl_paths": {

@@ -97,9 +97,17 @@ def render_slurm(plan: ClusterPlan) -> dict[str, str]:
         cloud_nodes=cloud,
         suspend_exc_nodes=hostlist.compress(owned) if owned else "",
     )
-    return {
+    files = {
         layout.SLURM_CONF: render_template("slurm/slurm.conf.j2", **ctx),
         layout.GRES_CONF: render_template("slurm/gres.conf.j2", plan=plan, gres_lines=gres_lines(plan)),
         layout.CGROUP_CONF: render_template("slurm/cgroup.conf.j2", plan=plan),
         layout.TOPOLOGY_CONF: render_template("slurm/topology.conf.j2", plan=plan, switch_lines=switch_lines(plan)),
     }
+    if runs_slurmdbd(plan):
+        files[layout.SLURMDBD_CONF] = render_template("slurm/slurmdbd.conf.j2", plan=plan, slurm_version=ctx["slurm_version"])
+    return files
+
+
+def runs_slurmdbd(plan: ClusterPlan) -> bool:
+    """Accounting on, and no other slurmdbd host named: the controller runs slurmdbd."""
+    return plan.slurm.accounting and plan.slurm.accounting_host in (None, plan.controller.name)

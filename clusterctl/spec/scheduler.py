@@ -31,8 +31,13 @@ class Preemption(SpecModel):
 
 
 class Accounting(SpecModel):
-    enabled: bool = spec_field(False, description="Run slurmdbd for job accounting (fair share, sacct history).")
-    storage_host: str | None = spec_field(None, description="slurmdbd host (default: the controller).")
+    enabled: bool = spec_field(
+        False,
+        description="Job accounting (sacct history, sreport, fair share): slurmdbd with a local MariaDB on the "
+        "controller, or the slurmdbd named by storage_host. Every job is recorded; associations are not enforced.")
+    storage_host: str | None = spec_field(
+        None, description="An existing slurmdbd host to report to (it must share the cluster's munge key); default: "
+        "the controller runs its own.")
 
 
 class BurstTarget(SpecModel):

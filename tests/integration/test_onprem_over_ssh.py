@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -50,6 +51,7 @@ scheduler:
     partitions:
       - {{name: batch, pools: [cpu], default: true}}
     health_check_interval_seconds: 60
+    accounting: {{enabled: true}}  # slurmdbd + MariaDB on own-ctl
 monitoring:
   grafana: false  # Grafana Labs' repository is not reachable from this machine
 """
@@ -99,6 +101,35 @@ def test_up_over_ssh_with_become_and_jump_host(owned):
     assert "ProxyCommand" in inventory and "ansible_become: true" in inventory
 
 
+def test_accounting_records_jobs_in_slurmdbd(owned):
+    lab, spec, env = owned
+    assert on(lab, "own-ctl", "systemctl is-active slurmdbd mariadb").stdout.split() == ["active", "active"]
+    assert on(lab, "own-ctl", "sacctmgr -n -P list cluster format=cluster").stdout.split() == ["owned"]
+    # The database password never leaves the cluster's secrets: not in the build, only in the 0600 slurmdbd.conf.
+    secrets = Path(env["CLUSTERCTL_STATE_DIR"]) / "owned" / "secrets" / "slurmdbd.password"
+    password = secrets.read_text().strip()
+    assert len(password) == 32 and oct(secrets.stat().st_mode & 0o777) == "0o600"
+    build = Path(env["CLUSTERCTL_STATE_DIR"]) / "owned" / "build"
+    assert not any(password in p.read_text(errors="replace") for p in build.rglob("*") if p.is_file())
+    conf = on(lab, "own-ctl", "stat -c '%U %a' /etc/slurm/slurmdbd.conf && grep -c '^StoragePass=' /etc/slurm/slurmdbd.conf")
+    assert conf.stdout.split() == ["slurm", "600", "1"]
+    # A job run as a user with no sacctmgr association (associations are not enforced) is recorded.
+    on(lab, "own-ctl", "id alice >/dev/null 2>&1 || useradd -m alice")
+    for node in ("own01", "own02"):
+        on(lab, node, "id alice >/dev/null 2>&1 || useradd -m alice")
+    job = on(lab, "own-ctl", "cd /tmp && su alice -c \"sbatch --parsable -N2 --wrap 'srun hostname'\"")
+    assert job.returncode == 0, job.stderr
+    job_id = job.stdout.strip()
+    deadline = time.time() + 120
+    rows = []
+    while time.time() < deadline:
+        rows = on(lab, "own-ctl", f"sacct -n -P -X -j {job_id} -o User,State,NNodes").stdout.split()
+        if rows and rows[0].split("|")[1] in ("COMPLETED", "FAILED", "CANCELLED"):
+            break
+        time.sleep(2)
+    assert rows and rows[0] == "alice|COMPLETED|2", rows
+
+
 def test_second_up_changes_nothing(owned):
     _, spec, env = owned
     report = json.loads(clusterctl("up", spec, "--output", "json", env=env).stdout)
@@ -114,6 +145,11 @@ def test_down_drains_and_stops_but_keeps_everything_else(owned):
         assert on(lab, node, "systemctl is-active slurmd").stdout.strip() == "inactive"
         assert on(lab, node, "cat /srv/data/file").stdout.strip() == "keep"
         assert on(lab, node, "dpkg -s slurmd >/dev/null && test -f /etc/slurm/slurm.conf && echo kept").stdout.strip() == "kept"
-    assert on(lab, "own-ctl", "systemctl is-active slurmctld").stdout.strip() == "inactive"
+    # Everything else clusterctl started is stopped too; the accounting data stays (MariaDB keeps running).
+    assert on(lab, "own-ctl", "systemctl is-active slurmctld slurmdbd prometheus prometheus-node-exporter").stdout.split() \
+        == ["inactive"] * 4
+    assert on(lab, "own01", "systemctl is-active prometheus-node-exporter").stdout.strip() == "inactive"
+    assert on(lab, "own-ctl", "systemctl is-active mariadb && test -d /var/lib/mysql/slurm_acct_db && echo kept").stdout.split() \
+        == ["active", "kept"]
     # The machines themselves are untouched: still running and reachable.
     assert all(s.running and s.ssh_reachable for s in lab.status())
