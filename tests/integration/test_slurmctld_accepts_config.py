@@ -1,4 +1,5 @@
-"""Debian's real slurmctld starts on the rendered slurm.conf/gres.conf/topology.conf and parses nodes and partitions."""
+"""Debian's real Slurm on the rendered configs: slurmctld starts and parses nodes, partitions and topology; slurmd
+parses gres.conf."""
 
 import os
 import re
@@ -15,6 +16,7 @@ from clusterctl.validate import load_valid
 from tests.conftest import ROOT
 
 SCRIPT = Path(__file__).with_name("slurmctld_check.sh")
+GRES_SCRIPT = Path(__file__).with_name("slurmd_gres_check.sh")
 
 pytestmark = [
     pytest.mark.slurm,
@@ -70,3 +72,19 @@ def test_hybrid_config_with_cloud_nodes_parsed(build_dir):
     burst = [ln for ln in s["nodes"].splitlines() if ln.startswith("NodeName=burst001 ")][0]
     assert "CLOUD" in burst and "Gres=gpu:h100:8" in burst
     assert "fatal" not in s["log"].lower()
+
+
+@pytest.mark.skipif(shutil.which("slurmd") is None, reason="Debian's slurmd is not installed (apt-get install slurmd)")
+@pytest.mark.parametrize("example", ["lab.yaml", "onprem-64xh100-ib.yaml", "hybrid-burst.yaml"])
+def test_gres_conf_parsed_by_slurmd(example, build_dir):
+    """slurmctld does not read gres.conf; slurmd does: every GPU pool's first node gets its GPUs from it."""
+    plan, files = render_spec(load_valid(ROOT / "examples" / example))
+    write_build(files, build_dir)
+    for pool in (p for p in plan.pools if p.gpus_per_node):
+        node = plan.nodes_of(pool.name)[0]
+        r = subprocess.run(["unshare", "--uts", "--mount", "--fork", "bash", str(GRES_SCRIPT),
+                            str(build_dir / "slurm" / "slurm.conf"), node.name, str(node.gpus)],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stdout + r.stderr
+        gres = re.findall(r"Gres Name=gpu Type=(\S+) Count=(\d+) .*File=(\S+)", r.stdout)
+        assert gres == [(node.gres_type, str(node.gpus), f"/dev/nvidia[0-{node.gpus - 1}]")], r.stdout
