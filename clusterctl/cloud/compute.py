@@ -141,18 +141,27 @@ class NodePool(pulumi.ComponentResource):
         for node in pool.static_nodes:
             self.instances[node] = aws.ec2.Instance(
                 node,
+                instance_type=pool.instance_type,
                 launch_template={"id": self.launch_template.id, "version": self.launch_template.latest_version.apply(str)},
                 placement_group=self.placement_group.name if self.placement_group else None,
                 instance_market_options=market_args(market) if market else None,
                 capacity_reservation_specification=reservation_args(reservation) if reservation else None,
                 tags={**tags, "Name": node},  # the node's hostname (the bootstrap reads it from IMDS)
-                opts=ResourceOptions(parent=self, ignore_changes=["launchTemplate", "userData", "ami"]))
+                opts=node_instance_options(self))
 
         self.register_outputs({
             "launch_template_id": self.launch_template.id,
             "placement_group": self.placement_group.name if self.placement_group else None,
             "instances": {n: i.id for n, i in self.instances.items()},
         })
+
+
+def node_instance_options(parent) -> ResourceOptions:
+    """A pool node's instance: a new instance type (the spec's `replace` policy: GPU model / instance type) replaces
+    it, the old one deleted first so a capacity block or reservation never has to hold both. Other launch template
+    changes (user data, AMI, ENI details) reach nodes launched later and never recreate a running one."""
+    return ResourceOptions(parent=parent, ignore_changes=["launchTemplate", "userData", "ami"],
+                           replace_on_changes=["instanceType"], delete_before_replace=True)
 
 
 @dataclass

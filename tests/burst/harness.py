@@ -340,6 +340,12 @@ class InstanceVms:
                 self.names[iid] = name
         if wanted != self.vms:
             self._apply(wanted)
+        # Resume names each instance with CreateTags right after RunInstances: a VM booted in between was recorded
+        # without its node name, which it gets here once the tag shows.
+        with self.lock:
+            for e in self.events:
+                if e.node is None and self.names.get(e.instance_id):
+                    e.node = self.names[e.instance_id]
 
     def _loop(self):
         while not self._stop.is_set():

@@ -70,12 +70,23 @@ def test_gpu_type_change_rewrites_the_pools_launch_template_and_nothing_shared()
     changed = {k for k in before if k in after and before[k] != after[k]}
     lts = [k for k in changed if k[0] == LT]
     assert len(lts) == 1 and after[lts[0]]["instanceType"] == "p5e.48xlarge"
-    # Every instance of the pool launches from that template at its latest version, so the new version reaches them
-    # all (the mocks cannot bump versions: that is the engine's part).
+    # Every instance of the pool carries the new instance type, which replaces it (node_instance_options:
+    # replace_on_changes=instanceType, old one deleted first); the mocks record inputs, the engine does the replace.
     instances = [k for k in after if k[0] == INSTANCE and after[k]["tags"].get("clusterctl:pool") == "p5"]
     assert len(instances) == 16 and {after[k]["launchTemplate"]["id"] for k in instances} == {f"{lts[0][1]}-id"}
+    assert {before[k]["instanceType"] for k in instances} == {"p5.48xlarge"}
+    assert {after[k]["instanceType"] for k in instances} == {"p5e.48xlarge"}
     shared = [k for k in changed if k[0] not in (LT, INSTANCE)]
     assert not shared, f"network, security groups, buckets and FSx stay as they are: {shared}"
+
+
+def test_a_new_instance_type_replaces_pool_instances_old_one_first():
+    from clusterctl.cloud.compute import node_instance_options
+
+    opts = node_instance_options(None)
+    assert opts.replace_on_changes == ["instanceType"] and opts.delete_before_replace is True
+    # Template changes other than the type (user data, AMI) never recreate a running node.
+    assert {"launchTemplate", "userData", "ami"} <= set(opts.ignore_changes)
 
 
 def test_plan_no_change_exits_0_and_says_why_the_cloud_was_not_previewed(applied):
