@@ -26,7 +26,11 @@ def drift(spec, console=None) -> dict:
     hosts = check_applied(applied, access, state, console)
     report = {"cluster": spec.name, "hosts": hosts, "cloud": None}
     if has_aws(spec):
-        report["cloud"] = cloud_drift(plan, state)
+        from clusterctl.burst.plan import plan_from_json
+        from clusterctl.render import layout
+
+        # The baseline is the applied build's stack config, whatever a later `plan` left in Pulumi's workspace.
+        report["cloud"] = cloud_drift(plan_from_json(read_build(applied)[layout.PLAN_JSON]), state)
     drifted = any(h["changes"] for h in hosts["by_host"].values()) or bool((report["cloud"] or {}).get("changes"))
     report["drift"] = drifted
     report["complete"] = hosts["ok"] and (report["cloud"] is None or report["cloud"].get("checked", False))
@@ -39,15 +43,15 @@ def check_applied(applied, access, state, console):
     return check_hosts(applied, access, ensure_munge_key(state), console)
 
 
-def cloud_drift(plan, state) -> dict:
-    """A refresh-preview of the stack with its applied config: anything it would change has drifted."""
+def cloud_drift(applied_plan, state) -> dict:
+    """A refresh-preview of the stack with the applied build's config: anything it would change has drifted."""
     from clusterctl.cloud import automation
-    from clusterctl.cloud.up import existing_stack_or_reason
+    from clusterctl.cloud.up import existing_stack_or_reason, stack_settings
 
-    stack, reason = existing_stack_or_reason(plan, state)
+    stack, reason = existing_stack_or_reason(applied_plan, state)
     if stack is None:
         return {"checked": False, "reason": reason}
-    preview = automation.preview(stack, refresh=True)
+    preview = automation.preview(automation.open_stack(state, stack_settings(applied_plan, state)), refresh=True)
     changes = {k: v for k, v in preview.changes.items() if k != "same" and v}
     return {"checked": True, "changes": changes}
 

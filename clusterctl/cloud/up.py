@@ -164,10 +164,18 @@ def cloud_preview(plan: ClusterPlan, state: ClusterState) -> dict:
     replaces, deletes and the resources each one hits). Reports why when it cannot preview; never creates a stack."""
     from clusterctl.cloud import automation
 
+    from clusterctl.lock import LockedError
+
     stack, reason = existing_stack_or_reason(plan, state)
     if stack is None:
         return {"checked": False, "reason": reason}
-    preview = automation.preview(automation.open_stack(state, stack_settings(plan, state)))
+    # The preview sets this build's config on the stack: never while an apply or up is between its own config and
+    # its `pulumi up`. A held lock is reported, not waited for (plan stays read-only and quick).
+    try:
+        with state.lock("plan (cloud preview)"):
+            preview = automation.preview(automation.open_stack(state, stack_settings(plan, state)))
+    except LockedError as e:
+        return {"checked": False, "reason": f"not previewed while another run holds the lock: {e}"}
     return {"checked": True, "changes": {k: v for k, v in preview.changes.items() if k != "same" and v},
             "steps": [{"op": op, "type": typ, "name": name} for op, typ, name in preview.steps]}
 
