@@ -20,6 +20,7 @@ VALIDATORS = [
     pools.OnpremHostsValid(),
     pools.MarketNeedsReservation(),
     pools.SpotNeedsCheckpoints(),
+    pools.BurstImageHasGpuStack(),
     pools.UniqueNodes(),
     pools.ProviderMix(),
     pools.LabFits(),

@@ -147,6 +147,23 @@ class SpotNeedsCheckpoints(Validator):
                 )
 
 
+class BurstImageHasGpuStack(Validator):
+    """Nodes Slurm powers up get Slurm, munge and the spot watcher pushed at resume, not the full roles (that would
+    take most of ResumeTimeout on every power-up): the GPU stack must already be in the image they boot."""
+
+    code = "burst-image"
+
+    def check(self, spec):
+        for i, p in enumerate(spec.pools):
+            if isinstance(p, AwsPool) and p.elastic and not p.ami:
+                yield self.info(
+                    ("pools", i, "ami"),
+                    "burst nodes boot the stock Debian 12 image and get only Slurm, munge and the spot watcher at "
+                    "power-up; for GPU jobs bake the driver, CUDA, NCCL and EFA into an AMI (e.g. from a node "
+                    "`clusterctl up` converged) and set it here",
+                )
+
+
 class UniqueNodes(Validator):
     """Pool names, node names and addresses must be unique across the whole cluster."""
 

@@ -36,6 +36,7 @@ CASES = [
      "error", "pools[2].hosts"),
     ("burst-target", "hybrid-burst.yaml", lambda d: d["scheduler"]["slurm"]["burst"]["targets"][0].update(pools=["owned"]),
      "error", "scheduler.slurm.burst.targets[0].pools[0]"),
+    ("burst-image", "hybrid-burst.yaml", lambda d: None, "info", "pools[1].ami"),
     ("spot-no-checkpoints", "aws-p5-spot.yaml", lambda d: d["storage"].pop("checkpoints"), "warning", "pools[0].market"),
     ("ethernet-at-scale", "onprem-64xh100-ib.yaml", lambda d: d["fabric"].update(type="ethernet", speed="400g"),
      "warning", "fabric.type"),
@@ -93,6 +94,11 @@ def test_rule_fires_with_path_and_line(code, example, edit, level, path):
 def test_every_validator_has_a_case():
     tested = {c[0] for c in CASES}
     assert {v.code for v in VALIDATORS} <= tested
+
+
+def test_burst_image_note_goes_away_with_an_ami():
+    loaded = load_dict(edited("hybrid-burst.yaml", lambda d: d["pools"][1].update(ami="ami-0123456789abcdef0")))
+    assert "burst-image" not in codes(loaded)
 
 
 def test_ethernet_warning_quotes_the_guides_measurement():
