@@ -55,6 +55,29 @@ def check_policy(report: PlanReport, allow_replace: bool) -> None:
         )
 
 
+def reviewed_cloud(saved: dict | None, confirm):
+    """apply --plan: what Pulumi previews now must be what the plan's reviewers saw (the same resources, each with
+    the same operation); a stack that moved since (a console edit, a plain `pulumi up`) makes the plan stale.
+    Plans made where no preview was possible (no CLI, no stack yet) said so; for those the confirmation decides."""
+    cloud = (saved or {}).get("cloud") or {}
+    if not cloud.get("checked"):
+        return confirm
+
+    reviewed = sorted((s["op"], s["type"], s["name"]) for s in cloud.get("steps", []))
+
+    def gate(preview) -> bool:
+        now = sorted(tuple(s) for s in preview.steps)
+        if now != reviewed:
+            extra, gone = sorted(set(now) - set(reviewed)), sorted(set(reviewed) - set(now))
+            detail = "; ".join([f"now also {op} {name}" for op, _, name in extra[:3]] +
+                               [f"no longer {op} {name}" for op, _, name in gone[:3]])
+            raise StalePlan(f"stale plan: the cloud preview differs from the reviewed one ({detail}); the stack moved "
+                            "since the plan was made: run `clusterctl plan` again and review it. Nothing was changed")
+        return confirm(preview) if confirm else False
+
+    return gate
+
+
 def load_saved(path: Path) -> dict:
     try:
         return json.loads(path.read_text())
@@ -89,6 +112,7 @@ def apply(spec, console, plan_file: Path | None = None, allow_replace: bool = Fa
             return report, None, None, None
         log = (lambda m: None) if quiet else (lambda m: console.print(f"  {m}", markup=False))
         needs_rolling = report.policy in ("drain", "replace") or any(n.kind == "removed" for n in report.nodes)
-        up_report, plan, access = up(spec, console, quiet=quiet, confirm=confirm, on_findings=on_findings, locked=True,
+        up_report, plan, access = up(spec, console, quiet=quiet, confirm=reviewed_cloud(saved, confirm),
+                                     on_findings=on_findings, locked=True,
                                      rollout=Rollout(report, console, quiet, log=log) if needs_rolling else None)
     return report, up_report, plan, access

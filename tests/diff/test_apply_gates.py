@@ -59,3 +59,43 @@ def test_drain_change_on_a_pool_drains_its_nodes_in_batches():
 def test_live_change_drains_nothing():
     report, plan = _report(lambda d: d["pools"][0].update(count=3))
     assert affected_nodes(report, plan) == []
+
+
+# --- apply --plan: the cloud preview must be the reviewed one ------------------------------------------------------
+
+def _preview(*steps):
+    from clusterctl.cloud.automation import Preview
+
+    return Preview({"update": len(steps)}, list(steps))
+
+
+LT_STEP = ("update", "aws:ec2/launchTemplate:LaunchTemplate", "p5spot-p5-lt")
+INSTANCE_STEP = ("replace", "aws:ec2/instance:Instance", "p5001")
+
+
+def test_apply_goes_ahead_when_pulumi_previews_what_was_reviewed():
+    from clusterctl.apply.apply import reviewed_cloud
+
+    saved = {"cloud": {"checked": True, "steps": [{"op": op, "type": t, "name": n} for op, t, n in (INSTANCE_STEP, LT_STEP)]}}
+    asked = []
+    gate = reviewed_cloud(saved, lambda p: asked.append(p) or True)
+    assert gate(_preview(LT_STEP, INSTANCE_STEP)) is True and len(asked) == 1
+
+
+def test_apply_refuses_a_plan_whose_cloud_preview_moved():
+    from clusterctl.apply.apply import reviewed_cloud
+
+    saved = {"cloud": {"checked": True, "steps": [{"op": op, "type": t, "name": n} for op, t, n in (LT_STEP,)]}}
+    asked = []
+    gate = reviewed_cloud(saved, lambda p: asked.append(p) or True)
+    with pytest.raises(StalePlan, match="now also replace p5001.*Nothing was changed"):
+        gate(_preview(LT_STEP, INSTANCE_STEP))
+    assert asked == []  # refused before anyone is asked, so nothing was made
+
+
+def test_a_plan_without_a_preview_leaves_it_to_the_confirmation():
+    from clusterctl.apply.apply import reviewed_cloud
+
+    confirm = lambda p: True  # noqa: E731
+    assert reviewed_cloud({"cloud": {"checked": False, "reason": "no pulumi CLI"}}, confirm) is confirm
+    assert reviewed_cloud(None, confirm) is confirm
