@@ -1,6 +1,6 @@
 """`clusterctl down`: lab nodes removed completely; owned hosts drained and the daemons clusterctl started stopped
-(playbooks/down.yml), nothing else touched; aws: burst instances terminated, then exactly the cluster's stack destroyed. Refuses while jobs run
-unless forced."""
+(playbooks/down.yml), nothing else touched; aws: burst instances terminated, then exactly the cluster's stack
+destroyed. Refuses while jobs run unless forced."""
 
 from __future__ import annotations
 

@@ -3,7 +3,8 @@
 Those instances were launched by `clusterctl burst resume`, not by the Pulumi stack, so a stack destroy does not
 know them: they would keep running (and billing), and their network interfaces would hold the stack's subnets and
 security group so the destroy fails. They are found the way the burst programs find them (cloud tags: this
-cluster, and a Name that is one of this plan's cloud nodes), terminated, and waited for until gone.
+cluster, and a Name that is one of this plan's cloud nodes, or the pool tag of an elastic pool for strays a resume
+left unnamed), terminated, and waited for until gone.
 Static nodes (the stack's own instances) and other clusters' instances are never touched.
 """
 
@@ -28,7 +29,7 @@ class BurstTeardownFailed(ClusterctlError):
 
 def release_burst_instances(plan: ClusterPlan, log: Callable[[str], None] = lambda m: None,
                             wait_seconds: int = WAIT_SECONDS, poll_seconds: float = POLL_SECONDS) -> dict[str, str]:
-    """Terminate every live instance of the plan's cloud nodes and wait until they are terminated.
+    """Terminate every live instance of the plan's cloud nodes (and elastic pools' strays); wait until they are gone.
 
     Returns {node name (instance id when unnamed): instance id} of what was terminated.
     """
