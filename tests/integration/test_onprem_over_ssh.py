@@ -119,15 +119,18 @@ def test_accounting_records_jobs_in_slurmdbd(owned):
         on(lab, node, "id alice >/dev/null 2>&1 || useradd -m alice")
     job = on(lab, "own-ctl", "cd /tmp && su alice -c \"sbatch --parsable -N2 --wrap 'srun hostname'\"")
     assert job.returncode == 0, job.stderr
-    job_id = job.stdout.strip()
+    job_id = job.stdout.strip().split(";")[0]  # --parsable: "jobid[;cluster]"
+    assert job_id.isdigit(), (job.stdout, job.stderr)
     deadline = time.time() + 120
-    rows = []
+    row = None
     while time.time() < deadline:
-        rows = on(lab, "own-ctl", f"sacct -n -P -X -j {job_id} -o User,State,NNodes").stdout.split()
-        if rows and rows[0].split("|")[1] in ("COMPLETED", "FAILED", "CANCELLED"):
+        # -u alice: the row of this submission even if the database also holds an older job with the same id
+        out = on(lab, "own-ctl", f"sacct -n -P -X -u alice -j {job_id} -o JobID,User,State,NNodes").stdout.split()
+        row = next((r for r in out if r.split("|")[0] == job_id), None)
+        if row and row.split("|")[2] in ("COMPLETED", "FAILED", "CANCELLED"):
             break
         time.sleep(2)
-    assert rows and rows[0] == "alice|COMPLETED|2", rows
+    assert row == f"{job_id}|alice|COMPLETED|2", (row, on(lab, "own-ctl", "sacct -a -D -n -P -X -o JobID,User,State,Submit").stdout)
 
 
 def test_second_up_changes_nothing(owned):
