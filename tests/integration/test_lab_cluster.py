@@ -149,9 +149,6 @@ def test_killed_up_is_repaired_by_the_next(env, lab):
     assert sorted(r.stdout.split()) == ["gpu001", "gpu002"]
 
 
-# Roles whose software comes only from vendor repositories unreachable here (NVIDIA driver/CUDA/NCCL, DOCA-OFED,
-# Lustre client): they run in check mode against the lab nodes, with the on-prem example's build (which asks for
-# all of them) pointed at the lab's addresses.
 # Tasks whose software comes only from vendors unreachable here, per example that asks for it: they run in check
 # mode against the lab nodes, with that example's build pointed at the lab's addresses (controller -> lab-ctl,
 # first two compute nodes -> gpu001/gpu002).
