@@ -152,7 +152,7 @@ def resume(ctx: Context, expr: str, resume_data: dict | None = None) -> ResumeRe
             for pool_name, pnames in by_pool.items():
                 pool = ctx.plan.pool_config(pool_name)
                 log.info(f"{what}: launching {hostlist.compress(pnames)} ({len(pnames)} x {pool.instance_type}, "
-                         f"{pool.market}, AZs {', '.join(pool.availability_zones)})")
+                         f"{' then '.join(cloud.markets(pool))}, AZs {', '.join(pool.availability_zones)})")
                 try:
                     if pool_name not in targets:
                         targets[pool_name] = cloud.launch_targets(ctx.ec2, ctx.plan.cluster, pool)
@@ -172,6 +172,9 @@ def resume(ctx: Context, expr: str, resume_data: dict | None = None) -> ResumeRe
                     log.warning(f"{what}: terminating {len(ids)} instance(s) of the job's other pools: {', '.join(ids)}")
                     cloud.terminate(ctx.ec2, ids)
                 where = ", ".join(dict.fromkeys(a.availability_zone for a in failure.attempts)) or "-"
+                tried_markets = list(dict.fromkeys(a.market for a in failure.attempts))
+                if len(tried_markets) > 1:
+                    where += "; " + ", ".join(tried_markets)
                 reason = f"{REASON_PREFIX}: launch failed: {failure.code} (tried {where})"
                 log.error(f"{what}: {hostlist.compress(group.nodes)} back to POWER_DOWN: {failure}")
                 _power_down(ctx, group.nodes, reason)

@@ -206,9 +206,8 @@ class Attempt:
 
 
 def markets(pool) -> list[str]:
-    """Purchase options the pool allows, in order. The spec gives a pool one market, so this is that one; the
-    failover loop is written for more (a quota error skips to the next market, not the next AZ)."""
-    return [pool.market]
+    """Purchase options the pool allows, in order: its market, then the spec's fallback_markets."""
+    return [pool.market, *pool.fallback_markets]
 
 
 def launch_with_failover(ec2, pool, cluster: str, names: list[str], targets: list[LaunchTarget], log=None):

@@ -44,6 +44,7 @@ class PoolConfig:
     placement_strategy: str | None  # None: the reservation / capacity block decides placement
     root_volume_gib: int
     network_interfaces: tuple[EniSlot, ...]
+    fallback_markets: tuple[str, ...] = ()  # elastic nodes only: markets resume tries after `market`, in order
 
     @property
     def multi_nic(self) -> bool:
@@ -164,6 +165,7 @@ def _pool(p: dict) -> PoolConfig:
         instance_type=p["instance_type"],
         market=p["market"],
         capacity_reservation_id=p.get("capacity_reservation_id"),
+        fallback_markets=tuple(p.get("fallback_markets") or ()),
         availability_zones=tuple(p["availability_zones"]),
         ami=p.get("ami"),
         static_nodes=tuple(p.get("static_nodes") or ()),

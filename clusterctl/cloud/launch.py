@@ -10,7 +10,10 @@ and Spot chapters):
 - an instance with more than one network interface cannot get an auto-assigned public IPv4 address, so compute
   nodes never ask for one (they reach the internet through the NAT gateway);
 - spot: one-time requests, terminate on interruption (the 2-minute notice is at IMDS spot/instance-action);
-- capacity blocks: MarketType capacity-block plus the reservation id; reserved: capacity reservation targeting.
+- capacity blocks: MarketType capacity-block plus the reservation id; reserved: capacity reservation targeting;
+- a RunInstances request cannot turn a launch template's spot or capacity-block market back into on-demand (its
+  MarketType has no on-demand value), so a pool with fallback markets keeps the purchase option out of its template
+  and every request (and every static instance) states it.
 """
 
 from __future__ import annotations
@@ -79,10 +82,11 @@ def launch_template_data(pool: PoolConfig, *, image_id: str, subnet_id: str, sec
         "BlockDeviceMappings": block_devices(root_device, pool.root_volume_gib),
         "EbsOptimized": True,
     }
-    if (m := market_options(pool)) is not None:
-        data["InstanceMarketOptions"] = m
-    if (c := capacity_reservation(pool)) is not None:
-        data["CapacityReservationSpecification"] = c
+    if not pool.fallback_markets:
+        if (m := market_options(pool)) is not None:
+            data["InstanceMarketOptions"] = m
+        if (c := capacity_reservation(pool)) is not None:
+            data["CapacityReservationSpecification"] = c
     if placement_group:
         data["Placement"] = {"GroupName": placement_group}
     if user_data:

@@ -189,27 +189,33 @@ class EfaSupported(CloudCheck):
 
 
 class VcpuQuota(CloudCheck):
-    """Enough vCPU quota for the P instances: on-demand (and reserved) L-417A185B, spot L-7212CCBC."""
+    """Enough vCPU quota for the P instances: on-demand (and reserved) L-417A185B, spot L-7212CCBC.
+
+    A pool's fallback markets count at full size against their own quota (every node may end up there) but not at
+    start: static nodes launch in the pool's own market."""
 
     code = "aws-vcpu-quota"
 
     def check(self, plan, api):
-        groups: dict[str, list[tuple[int, PoolPlan, int]]] = {}
+        groups: dict[str, list[tuple[int, PoolPlan, int, int]]] = {}  # quota -> (index, pool, vCPUs, static nodes)
         for i, p in aws_pools(plan):
             if not p.instance_type.startswith("p"):
                 continue
             if p.market == "capacity-block":
                 yield self.info(("pools", i, "market"), "capacity blocks are bought capacity; the running-instance vCPU quota is not checked")
+            markets = [m for m in (p.market, *p.fallback_markets) if m != "capacity-block"]
+            if not markets:
                 continue
-            code = QUOTA_SPOT_P if p.market == "spot" else QUOTA_ON_DEMAND_P
             it = INSTANCE_TYPES.get(p.instance_type)
             vcpus = it.vcpus if it else ((api.instance_type(p.region, p.instance_type) or {}).get("VCpuInfo", {}).get("DefaultVCpus") or 0)
-            groups.setdefault(code, []).append((i, p, vcpus))
+            for market in markets:
+                code = QUOTA_SPOT_P if market == "spot" else QUOTA_ON_DEMAND_P
+                groups.setdefault(code, []).append((i, p, vcpus, p.static_count if market == p.market else 0))
         for code, members in groups.items():
             kind = "spot" if code == QUOTA_SPOT_P else "on-demand"
-            static = sum(p.static_count * v for _, p, v in members)
-            most = sum(p.max_count * v for _, p, v in members)
-            i0, p0, _ = max(members, key=lambda m: m[1].max_count * m[2])
+            static = sum(n * v for _, _, v, n in members)
+            most = sum(p.max_count * v for _, p, v, _ in members)
+            i0, p0, _, _ = max(members, key=lambda m: m[1].max_count * m[2])
             try:
                 quota = api.call("service-quotas", p0.region, "get_service_quota", ServiceCode="ec2", QuotaCode=code)["Quota"]["Value"]
             except Exception as e:  # noqa: BLE001 - any failure here means "not checked", never "passed"

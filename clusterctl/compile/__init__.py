@@ -77,6 +77,7 @@ def _pool_plan(spec, pool, nodes, all_mounts, cache) -> PoolPlan:
         region=pool.region if aws else None,
         availability_zones=tuple(pool.availability_zones) if aws else (),
         market=pool.market if aws else None,
+        fallback_markets=tuple(pool.fallback_markets) if aws else (),
         capacity_reservation_id=pool.capacity_reservation_id if aws else None,
         static_count=eff.static_nodes(pool),
         max_count=eff.max_nodes(pool),

@@ -104,6 +104,7 @@ class PoolPlan:
     region: str | None = None
     availability_zones: tuple[str, ...] = ()
     market: str | None = None
+    fallback_markets: tuple[str, ...] = ()  # elastic pools: what resume tries when the market has no capacity
     capacity_reservation_id: str | None = None
     static_count: int = 0
     max_count: int = 0

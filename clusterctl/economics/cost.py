@@ -110,6 +110,12 @@ def aws_pool_cost(pool: PoolPlan, prices: PriceTable) -> PoolCost:
         pc.hourly_max_usd = None if q.usd_per_hour is None else q.usd_per_hour * pool.max_count
         pc.notes.append(f"elastic: {always_on} node(s) always on (the monthly figure); each burst node-hour "
                         f"${q.usd_per_hour or 0:,.2f}, all {pool.max_count} nodes ${pc.hourly_max_usd or 0:,.2f}/h")
+        for m in pool.fallback_markets:  # what a burst costs when the pool's own market has no capacity
+            fq = prices.quote(pool.instance_type or "", pool.region or DEFAULT_REGION, m)
+            price = "not priced" if fq.usd_per_hour is None else f"${fq.usd_per_hour:,.2f}"
+            if fq.price is not None and fq.price.market != m:
+                price += " (upper bound: on-demand)"
+            pc.notes.append(f"fallback {m}: each burst node-hour {price} when {pool.market} has no capacity")
     return pc
 
 

@@ -92,6 +92,7 @@ def _pool(plan: ClusterPlan, p) -> dict:
         "name": p.name,
         "instance_type": p.instance_type,
         "market": p.market,
+        "fallback_markets": list(p.fallback_markets),
         "capacity_reservation_id": p.capacity_reservation_id,
         "availability_zones": list(p.availability_zones),
         "ami": p.ami,

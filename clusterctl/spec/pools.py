@@ -11,6 +11,7 @@ from clusterctl.spec.fabric import Fabric
 
 GpuKey = Literal["h100-sxm", "h100-pcie", "h200", "b200", "a100-80gb", "a100-40gb", "l40s", "mi300x"]
 Market = Literal["on-demand", "spot", "capacity-block", "reserved"]
+FallbackMarket = Literal["on-demand", "spot"]  # bought per launch; blocks and reservations belong to one pool
 NAME_PATTERN = r"^[a-z][a-z0-9-]{0,30}$"
 FEATURE_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 
@@ -78,6 +79,12 @@ class AwsPool(PoolCommon):
     market: Market = spec_field("on-demand", description="Purchase option: on-demand, spot, capacity-block or reserved.", policy=R)
     capacity_reservation_id: str | None = spec_field(
         None, pattern=r"^cr-[0-9a-f]{8,17}$", description="Capacity reservation / capacity block id (cr-...).", policy=R
+    )
+    fallback_markets: list[FallbackMarket] = spec_field(
+        default_factory=list,
+        description="Elastic pools: purchase options Slurm's resume tries next, in order, when the pool's market has no "
+        "capacity in any of its AZs or hits its quota (e.g. [on-demand] behind spot).",
+        policy=L,
     )
     count: int | None = spec_field(None, ge=0, le=4096, description="Static node count (always running).", policy=L, shrink=D)
     min: int | None = spec_field(None, ge=0, le=4096, description="Elastic pool: nodes kept running.", policy=L, shrink=D)

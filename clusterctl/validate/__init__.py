@@ -19,6 +19,7 @@ VALIDATORS = [
     pools.GpuCountNeedsModel(),
     pools.OnpremHostsValid(),
     pools.MarketNeedsReservation(),
+    pools.MarketFallbacks(),
     pools.SpotNeedsCheckpoints(),
     pools.BurstImageHasGpuStack(),
     pools.UniqueNodes(),

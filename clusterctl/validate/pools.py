@@ -132,6 +132,27 @@ class MarketNeedsReservation(Validator):
                 )
 
 
+class MarketFallbacks(Validator):
+    """Fallback markets serve Slurm's resume only: static nodes are created once, by the stack, in the pool's market."""
+
+    code = "market-fallback"
+
+    def check(self, spec):
+        for i, p in enumerate(spec.pools):
+            if not isinstance(p, AwsPool) or not p.fallback_markets:
+                continue
+            if not p.elastic:
+                yield self.error(("pools", i, "fallback_markets"),
+                                 "only elastic pools (min/max) fall back to another market: static nodes are launched once, "
+                                 f"in the pool's market ({p.market})")
+            seen = {p.market}
+            for j, m in enumerate(p.fallback_markets):
+                if m in seen:
+                    what = "the pool's own market" if m == p.market else "listed twice"
+                    yield self.error(("pools", i, "fallback_markets", j), f"{m} is {what}")
+                seen.add(m)
+
+
 class SpotNeedsCheckpoints(Validator):
     code = "spot-no-checkpoints"
 
@@ -139,9 +160,10 @@ class SpotNeedsCheckpoints(Validator):
         if spec.storage.checkpoints is not None:
             return
         for i, p in enumerate(spec.pools):
-            if isinstance(p, AwsPool) and p.market == "spot":
+            if isinstance(p, AwsPool) and "spot" in (p.market, *p.fallback_markets):
+                where = "market" if p.market == "spot" else "fallback_markets"
                 yield self.warning(
-                    ("pools", i, "market"),
+                    ("pools", i, where),
                     "spot pool without storage.checkpoints: an interruption loses all work since the job started "
                     "(checkpoint every 5-10 minutes on spot)",
                 )

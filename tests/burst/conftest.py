@@ -48,19 +48,35 @@ def fake_slurm():
     return FakeSlurm()
 
 
-def lab_plan():
+def lab_plan(cloud_pool: dict | None = None):
+    """The compiled lab-hybrid.yaml; `cloud_pool`: keys set on its aws pool first (a variant of the spec)."""
+    from ruamel.yaml import YAML
+
     from clusterctl.compile import compile_plan
     from clusterctl.validate import load_valid
+    from tests.helpers import load_dict
 
-    return compile_plan(load_valid(HERE / "lab-hybrid.yaml"))
+    if not cloud_pool:
+        return compile_plan(load_valid(HERE / "lab-hybrid.yaml"))
+    data = YAML(typ="safe").load((HERE / "lab-hybrid.yaml").read_text())
+    next(p for p in data["pools"] if p["name"] == "cloud").update(cloud_pool)
+    loaded = load_dict(data)
+    assert loaded.ok, loaded.findings
+    return compile_plan(loaded.spec)
 
 
 @pytest.fixture
-def plan_file(tmp_path):
+def cloud_pool() -> dict | None:
+    """Keys set on the lab's aws pool; a test parametrizes `cloud_pool` to run on a variant."""
+    return None
+
+
+@pytest.fixture
+def plan_file(tmp_path, cloud_pool):
     from clusterctl.render import to_json
 
     p = tmp_path / "plan.json"
-    p.write_text(to_json(lab_plan().to_dict()))
+    p.write_text(to_json(lab_plan(cloud_pool).to_dict()))
     return p
 
 
@@ -77,13 +93,13 @@ def settings(tmp_path, plan_file):
 
 
 @pytest.fixture
-def stack(aws):
+def stack(aws, cloud_pool):
     """The pool's launch resources in moto, as the Pulumi stack makes them (tests/burst/harness.create_stack)."""
     import boto3
 
     from tests.burst.harness import create_stack
 
-    plan = lab_plan()
+    plan = lab_plan(cloud_pool)
     ec2 = boto3.client("ec2", region_name=plan.pool("cloud").region)
     return ec2, create_stack(ec2, plan, "cloud")
 

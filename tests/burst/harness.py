@@ -51,16 +51,19 @@ class RunCall:
     availability_zone: str | None
     count: str | None
     failed: bool
+    market: str = "on-demand"
 
 
 class FaultProxy:
-    """HTTP proxy to moto that fails RunInstances in `failing_azs` with `fail_code` (InsufficientInstanceCapacity)."""
+    """HTTP proxy to moto that fails RunInstances in `failing_azs` with `fail_code` (InsufficientInstanceCapacity),
+    for every market or only those in `failing_markets`."""
 
     def __init__(self, upstream: str, host: str, subnet_azs: dict[str, str] | None = None):
         self.upstream = upstream.rstrip("/")
         self.subnet_azs = subnet_azs or {}  # subnet id -> AZ
         self.failing_azs: set[str] = set()
         self.fail_code = "InsufficientInstanceCapacity"
+        self.failing_markets: set[str] | None = None  # None: every market
         self.calls: list[RunCall] = []
         proxy = self
 
@@ -77,8 +80,9 @@ class FaultProxy:
                     if form.get("Action") == ["RunInstances"]:
                         subnet = (form.get("NetworkInterface.1.SubnetId") or form.get("SubnetId") or [None])[0]
                         az = proxy.subnet_azs.get(subnet) or (form.get("Placement.AvailabilityZone") or [None])[0]
-                        fail = az in proxy.failing_azs
-                        proxy.calls.append(RunCall(time.time(), az, (form.get("MinCount") or [None])[0], fail))
+                        market = (form.get("InstanceMarketOptions.MarketType") or ["on-demand"])[0]
+                        fail = az in proxy.failing_azs and (proxy.failing_markets is None or market in proxy.failing_markets)
+                        proxy.calls.append(RunCall(time.time(), az, (form.get("MinCount") or [None])[0], fail, market))
                         if fail:
                             itype = (form.get("InstanceType") or ["p5.48xlarge"])[0]
                             code = proxy.fail_code

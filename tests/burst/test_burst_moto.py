@@ -105,6 +105,59 @@ def test_errors_other_than_capacity_stop_at_once(ctx_proxy, proxy, stack, code):
     assert e.value.code == code and len(proxy.calls) == 1
 
 
+# --- fallback markets (the pool: spot, then on-demand) ------------------------------------------------------
+
+FALLBACK = pytest.mark.parametrize("cloud_pool", [{"fallback_markets": ["on-demand"]}])
+
+
+@FALLBACK
+def test_template_of_a_pool_with_fallbacks_leaves_the_market_to_each_request(ctx, stack):
+    # A request cannot turn a template's spot market back into on-demand: the template must not carry one.
+    ec2, st = stack
+    data = ec2.describe_launch_template_versions(LaunchTemplateId=st.launch_template_id)["LaunchTemplateVersions"][0]
+    assert "InstanceMarketOptions" not in data["LaunchTemplateData"]
+    assert ctx.plan.pool_config("cloud").fallback_markets == ("on-demand",)
+
+
+@FALLBACK
+def test_no_spot_capacity_anywhere_falls_back_to_on_demand(ctx_proxy, proxy, stack):
+    ec2, _ = stack
+    proxy.failing_azs, proxy.failing_markets = set(AZS), {"spot"}
+    pool = ctx_proxy.plan.pool_config("cloud")
+    nodes, attempts = cloud.launch_with_failover(ctx_proxy.ec2_launch, pool, "burst", ["cloud001", "cloud002"],
+                                                 cloud.launch_targets(ec2, "burst", pool))
+    # Every AZ in the pool's own market first, then the fallback from the first AZ again.
+    assert [(a.market, a.availability_zone, a.code) for a in attempts] == [
+        ("spot", "us-west-2a", "InsufficientInstanceCapacity"), ("spot", "us-west-2b", "InsufficientInstanceCapacity"),
+        ("spot", "us-west-2c", "InsufficientInstanceCapacity"), ("on-demand", "us-west-2a", None)]
+    assert [(c.market, c.count, c.failed) for c in proxy.calls] == [("spot", "2", True)] * 3 + [("on-demand", "2", False)]
+    assert sorted(i.name for i in live(ec2)) == ["cloud001", "cloud002"]
+    assert {v["availability_zone"] for v in nodes.values()} == {"us-west-2a"}
+
+
+@FALLBACK
+def test_a_spot_quota_error_goes_straight_to_the_fallback_market(ctx_proxy, proxy, stack):
+    ec2, _ = stack
+    proxy.failing_azs, proxy.failing_markets, proxy.fail_code = set(AZS), {"spot"}, "MaxSpotInstanceCountExceeded"
+    pool = ctx_proxy.plan.pool_config("cloud")
+    _, attempts = cloud.launch_with_failover(ctx_proxy.ec2_launch, pool, "burst", ["cloud001"],
+                                             cloud.launch_targets(ec2, "burst", pool))
+    # The quota is regional: the other AZs of the same market are not tried.
+    assert [(a.market, a.availability_zone, a.code) for a in attempts] == [
+        ("spot", "us-west-2a", "MaxSpotInstanceCountExceeded"), ("on-demand", "us-west-2a", None)]
+
+
+@FALLBACK
+def test_every_market_failing_powers_down_naming_the_markets_tried(ctx_proxy, proxy, stack):
+    ec2, _ = stack
+    proxy.failing_azs = set(AZS)
+    report = actions.resume(ctx_proxy, "cloud[001-002]", {"jobs": [{"job_id": 6, "nodes": "cloud[001-002]"}]})
+    assert not report.ok and live(ec2) == []
+    assert [c.market for c in proxy.calls] == ["spot"] * 3 + ["on-demand"] * 3
+    [(names, reason)] = ctx_proxy.slurm.powered_down
+    assert "InsufficientInstanceCapacity" in reason and "us-west-2a, us-west-2b, us-west-2c; spot, on-demand" in reason
+
+
 # --- resume ------------------------------------------------------------------------------------------------
 
 

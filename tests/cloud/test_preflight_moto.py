@@ -199,3 +199,18 @@ def test_vcpu_quota_too_small_is_an_error_on_the_count():
     stub.assert_no_pending_responses()
     assert [(f.level, f.path) for f in found] == [(Level.ERROR, "pools[0].count")]
     assert "3072" in found[0].message and "384" in found[0].message and "L-7212CCBC" in found[0].message
+
+
+def test_vcpu_quota_of_a_fallback_market_is_checked_at_full_size():
+    api, stub = stubbed_api("service-quotas", "get_service_quota",
+                            {"Quota": {"ServiceCode": "ec2", "QuotaCode": "L-7212CCBC", "Value": 4096.0}})
+    stub.add_response("get_service_quota", {"Quota": {"ServiceCode": "ec2", "QuotaCode": "L-417A185B", "Value": 384.0}},
+                      {"ServiceCode": "ec2", "QuotaCode": "L-417A185B"})
+    elastic = plan_of(lambda d: (d["pools"][0].pop("count"),
+                                 d["pools"][0].update(min=1, max=4, fallback_markets=["on-demand"])))
+    found = list(VcpuQuota().check(elastic, api))
+    stub.assert_no_pending_responses()
+    # Spot (the pool's market) has room; on-demand, where all 4 nodes may land, is short: a warning, not an error
+    # (the one static node launches in spot).
+    assert [(f.level, f.path) for f in found] == [(Level.WARNING, "pools[0].max")]
+    assert "768 on-demand" in found[0].message and "L-417A185B" in found[0].message

@@ -228,6 +228,18 @@ def test_reserved_market_targets_the_reservation_without_market_options():
         assert r.inputs["capacityReservationSpecification"]["capacityReservationTarget"]["capacityReservationId"] == CR
 
 
+def test_pool_with_fallback_markets_keeps_the_market_off_its_template_and_on_each_instance():
+    # RunInstances cannot undo a template's spot market: resume's on-demand fallback needs a template without one.
+    elastic = spec_of("aws-p5-spot.yaml", lambda d: (d["pools"][0].pop("count"),
+                                                     d["pools"][0].update(min=2, max=8, fallback_markets=["on-demand"])))
+    _, rec = run_spec(elastic)
+    assert "instanceMarketOptions" not in rec.one(LT).inputs
+    nodes = pool_instances(rec)
+    assert len(nodes) == 2  # min: launched by the stack, in the pool's own market
+    for r in nodes:
+        assert r.inputs["instanceMarketOptions"]["marketType"] == "spot"
+
+
 def test_on_demand_market_has_no_market_options():
     _, rec = run_spec(spec_of("aws-p5-spot.yaml", with_market("on-demand", None)))
     lt = rec.one(LT)

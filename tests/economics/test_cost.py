@@ -108,6 +108,16 @@ def test_hybrid_elastic_burst():
     assert [x.nodes for x in r.rent_vs_buy] == [8, 32]
 
 
+def test_fallback_market_node_hour_is_in_the_notes():
+    spot_first = load_dict(edited("hybrid-burst.yaml", lambda d: d["pools"][1].update(market="spot", fallback_markets=["on-demand"])))
+    burst = estimate_cost(spot_first.spec).pools[1]
+    assert "fallback on-demand: each burst node-hour $55.04 when spot has no capacity" in burst.notes
+    od_first = load_dict(edited("hybrid-burst.yaml", lambda d: d["pools"][1].update(fallback_markets=["spot"])))
+    burst = estimate_cost(od_first.spec).pools[1]
+    # No spot price is shipped: the on-demand price stands in, and the note says it is an upper bound.
+    assert "fallback spot: each burst node-hour $55.04 (upper bound: on-demand) when on-demand has no capacity" in burst.notes
+
+
 def test_lab_costs_nothing():
     r = estimate_cost(example("lab.yaml"))
     assert r.total_hourly_usd == 0 and r.rent_vs_buy == []

@@ -46,6 +46,13 @@ CASES = [
      "storage.shared[0].per_unit_storage_throughput"),
     ("market-reservation", "aws-p5-spot.yaml", lambda d: _aws(d).update(market="capacity-block"), "error",
      "pools[0].capacity_reservation_id"),
+    ("market-fallback", "aws-p5-spot.yaml", lambda d: _aws(d).update(fallback_markets=["on-demand"]), "error",
+     "pools[0].fallback_markets"),
+    ("market-fallback", "hybrid-burst.yaml", lambda d: d["pools"][1].update(fallback_markets=["spot", "on-demand"]), "error",
+     "pools[1].fallback_markets[1]"),
+    ("spot-no-checkpoints", "hybrid-burst.yaml",
+     lambda d: (d["storage"].pop("checkpoints"), d["pools"][1].update(fallback_markets=["spot"])), "warning",
+     "pools[1].fallback_markets"),
     ("instance-type-unknown", "aws-p5-spot.yaml", lambda d: _aws(d).update(instance_type="p5.24xlarge"), "error",
      "pools[0].instance_type"),
     ("gpu-model-missing", "lab.yaml", lambda d: d["pools"][0].pop("gpu"), "error", "pools[0].gpu"),
@@ -94,6 +101,17 @@ def test_rule_fires_with_path_and_line(code, example, edit, level, path):
 def test_every_validator_has_a_case():
     tested = {c[0] for c in CASES}
     assert {v.code for v in VALIDATORS} <= tested
+
+
+def test_an_elastic_pool_may_fall_back_to_another_market():
+    loaded = load_dict(edited("hybrid-burst.yaml", lambda d: d["pools"][1].update(fallback_markets=["spot"])))
+    assert loaded.ok and "market-fallback" not in codes(loaded)
+
+
+def test_fallback_markets_exclude_bought_capacity():
+    loaded = load_dict(edited("hybrid-burst.yaml", lambda d: d["pools"][1].update(fallback_markets=["reserved"])))
+    assert not loaded.ok
+    assert any(f.path.startswith("pools[1].fallback_markets") for f in loaded.errors), [f.path for f in loaded.errors]
 
 
 def test_burst_image_note_goes_away_with_an_ami():
