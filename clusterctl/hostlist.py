@@ -77,6 +77,36 @@ def expand(expr: str) -> list[str]:
     return names
 
 
+def count(expr: str) -> int:
+    """How many hosts `expr` names, without expanding it (same syntax checks as expand)."""
+    if not isinstance(expr, str) or not expr.strip():
+        raise HostlistError("empty hostlist")
+    total = 0
+    for item in _split_top(expr.strip()):
+        item = item.strip()
+        if not item:
+            raise HostlistError(f"empty item in {expr!r}")
+        n = 1
+        for p in re.split(r"(\[[^\]]*\])", item):
+            if p.startswith("["):
+                n *= _group_size(p[1:-1], expr)
+        total += n
+    return total
+
+
+def _group_size(body: str, expr: str) -> int:
+    size = 0
+    for part in body.split(","):
+        m = re.fullmatch(r"(\d+)(?:-(\d+))?", part.strip())
+        if not m:
+            raise HostlistError(f"bad range {part!r} in {expr!r}")
+        lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
+        if hi < lo:
+            raise HostlistError(f"range {part!r} runs backwards in {expr!r}")
+        size += hi - lo + 1
+    return size
+
+
 _TAIL_NUM = re.compile(r"^(.*?)(\d+)$")
 
 

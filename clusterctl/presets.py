@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from clusterctl.resources import resource_dir
-from clusterctl.spec.pools import NAME_PATTERN
+from clusterctl.spec.types import NAME_PATTERN
 from clusterctl.errors import ClusterctlError
 
 

@@ -62,3 +62,12 @@ INSTANCE_TYPES: dict[str, InstanceType] = {
         InstanceType("p6-b200.48xlarge", "b200", 8, 1432, 192, 2048, 8, 3200, True, 8, 3840),
     )
 }
+
+
+# How long an elastic node takes from Slurm's resume to a registered slurmd, which ResumeTimeout must exceed or Slurm
+# marks every burst node DOWN. Estimates, not measurements made here (no GPU instance is reachable from this machine):
+# a P-family GPU instance is billed and passes EC2's boot in minutes, then initialises its GPUs and EFA devices;
+# AWS ParallelCluster gives compute nodes ResumeTimeout 1800 s by default for this reason. The join part is
+# clusterctl's own burst bootstrap over SSH (munge key, slurmd, spot watcher) on an image that holds the GPU stack.
+GPU_INSTANCE_BOOT_SECONDS = 600
+BURST_JOIN_SECONDS = 180

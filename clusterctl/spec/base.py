@@ -41,9 +41,10 @@ def spec_field(
 
 
 class SpecModel(BaseModel):
-    """Base of every spec model: unknown keys are errors (a YAML typo must fail), values are checked on assignment."""
+    """Base of every spec model: unknown keys are errors (a YAML typo must fail), values are checked on assignment,
+    and types are strict (`count: "2"` is an error, as the JSON Schema says), so the schema and `validate` agree."""
 
-    model_config = ConfigDict(extra="forbid", validate_assignment=True, populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, populate_by_name=True, strict=True)
 
 
 def field_policy(model: type[BaseModel], name: str, *, shrinking: bool = False) -> UpdatePolicy | None:

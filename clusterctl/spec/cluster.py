@@ -5,12 +5,13 @@ from __future__ import annotations
 from ipaddress import IPv4Network
 from typing import Literal
 
-from pydantic import field_validator
+from pydantic import field_validator, model_validator
 
 from clusterctl import API_VERSION
 from clusterctl.spec.base import SpecModel, UpdatePolicy, spec_field
 from clusterctl.spec.fabric import Fabric
-from clusterctl.spec.pools import NAME_PATTERN, Pool, SshSpec
+from clusterctl.spec.pools import Pool, SshSpec
+from clusterctl.spec.types import MAX_NODES, NAME_PATTERN, Address, AwsRegion, InstanceType, PulumiBackend
 from clusterctl.spec.scheduler import Scheduler
 from clusterctl.spec.software import Monitoring, Nccl, Software
 from clusterctl.spec.storage import Storage
@@ -21,10 +22,15 @@ L, R, F = UpdatePolicy.LIVE, UpdatePolicy.REPLACE, UpdatePolicy.FORBIDDEN
 class Controller(SpecModel):
     provider: Literal["local", "onprem", "aws"] = spec_field("local", description="Where slurmctld (and the login node) runs.", policy=F)
     hostname: str | None = spec_field(None, pattern=NAME_PATTERN, description="Controller hostname (default: <name>-ctl).", policy=F)
-    address: str | None = spec_field(None, description="Controller address (required for onprem; assigned for local).", policy=F)
+    address: Address | None = spec_field(
+        None, description="Controller address, IP or DNS name (required for onprem; assigned for local).", policy=F
+    )
     ssh: SshSpec = spec_field(default_factory=SshSpec, description="How Ansible reaches an onprem controller.")
-    instance_type: str = spec_field("m7i.4xlarge", description="Instance type when the controller runs on AWS.", policy=R)
-    region: str | None = spec_field(None, description="AWS region of an aws controller (default: the first aws pool's).", policy=F)
+    instance_type: InstanceType = spec_field("m7i.4xlarge", description="Instance type when the controller runs on AWS.", policy=R)
+    region: AwsRegion | None = spec_field(None, description="AWS region of an aws controller (default: the first aws pool's).", policy=F)
+
+
+LAB_LARGEST_PREFIX = 22  # 1,022 lab addresses: far more than one machine can boot
 
 
 class Lab(SpecModel):
@@ -38,15 +44,16 @@ class Lab(SpecModel):
         net = IPv4Network(v, strict=True)
         if net.num_addresses < 16:
             raise ValueError("lab subnet needs at least 16 addresses (a /28)")
+        if net.prefixlen < LAB_LARGEST_PREFIX:  # lab nodes run on one machine: a /8 only costs time and memory
+            raise ValueError(f"lab subnet {net} is too large: use a /{LAB_LARGEST_PREFIX} or smaller (up to /28)")
         if not net.is_private:
             raise ValueError("lab subnet must be a private range")
         return str(net)
 
 
 class State(SpecModel):
-    pulumi_backend: str | None = spec_field(
+    pulumi_backend: PulumiBackend | None = spec_field(
         None,
-        pattern=r"^(file|s3|gs|azblob)://\S+$|^https://\S+$",
         description="Where the Pulumi state of the aws pools' stack lives: s3://bucket/prefix (shared by a team or a CI "
         "pipeline), gs://, azblob://, file://, or a Pulumi Cloud URL. Default: file:// under the clusterctl state "
         "directory, or $CLUSTERCTL_PULUMI_BACKEND. Moving it would orphan the existing stack: migrate with "
@@ -68,6 +75,13 @@ class ClusterSpec(SpecModel):
     nccl: Nccl = spec_field(default_factory=Nccl, description="NCCL environment for jobs.")
     monitoring: Monitoring = spec_field(default_factory=Monitoring, description="Monitoring and alerting.")
     state: State = spec_field(default_factory=State, description="Where clusterctl keeps the cloud stack's state.")
+
+    @model_validator(mode="after")
+    def _node_cap(self):
+        total = sum(p.max_nodes() for p in self.pools)
+        if total > MAX_NODES:
+            raise ValueError(f"the pools name {total:,} nodes; a cluster has at most {MAX_NODES:,}")
+        return self
 
     def pool(self, name: str):
         return next((p for p in self.pools if p.name == name), None)

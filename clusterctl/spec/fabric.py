@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+from clusterctl.spec.types import allowed
 from clusterctl.spec.base import SpecModel, UpdatePolicy, spec_field
 
 FabricType = Literal["infiniband", "roce", "efa", "ethernet"]
@@ -28,6 +29,6 @@ class Fabric(SpecModel):
         32, ge=1, le=1024, description="Nodes under one leaf switch group (scalable unit); shapes topology.conf.", policy=UpdatePolicy.LIVE
     )
     interface: str | None = spec_field(
-        None, pattern=r"^[A-Za-z0-9_.:-]{1,15}$", description="Bootstrap network interface for NCCL_SOCKET_IFNAME (e.g. eth0, ens5).",
+        None, pattern=allowed(r"^[A-Za-z0-9_.:-]{1,15}$", "an interface name: 1-15 letters, digits, _ . : -"), description="Bootstrap network interface for NCCL_SOCKET_IFNAME (e.g. eth0, ens5).",
         policy=UpdatePolicy.LIVE,
     )

@@ -10,6 +10,7 @@ from pydantic import ValidationError
 
 from clusterctl.errors import SpecError
 from clusterctl.findings import Finding, Level, format_path
+from clusterctl.spec.bounds import MAX_SPEC_BYTES, BoundsError, check_size, scan
 
 
 class SourceMap:
@@ -67,11 +68,16 @@ def _yaml():
 
 
 def parse_yaml(text: str, filename: str = "<spec>"):
-    """YAML text -> (data, SourceMap). Syntax errors become a SpecError with one finding at the line."""
+    """YAML text -> (data, SourceMap). Syntax errors and anything outside the parsing bounds become a SpecError with
+    one finding at the line; no input makes this raise anything else."""
     from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
     try:
+        scan(text)  # bounded, before anything is composed
         data = _yaml().load(StringIO(text))
+    except BoundsError as e:
+        f = Finding(Level.ERROR, "yaml-bounds", "", str(e), line=e.line, column=e.column)
+        raise SpecError(f"{filename}: refused to parse", [f]) from None
     except MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         f = Finding(
@@ -83,8 +89,10 @@ def parse_yaml(text: str, filename: str = "<spec>"):
             column=mark.column + 1 if mark else None,
         )
         raise SpecError(f"{filename}: invalid YAML", [f]) from None
-    except YAMLError as e:
-        raise SpecError(f"{filename}: invalid YAML", [Finding(Level.ERROR, "yaml-syntax", "", str(e))]) from None
+    except (YAMLError, ValueError, TypeError, RecursionError, UnicodeError) as e:
+        # ruamel's constructor can still fail on odd input (e.g. an integer of 5,000 digits): a finding, not a crash.
+        msg = f"cannot read the YAML: {type(e).__name__}: {str(e)[:200]}"
+        raise SpecError(f"{filename}: invalid YAML", [Finding(Level.ERROR, "yaml-syntax", "", msg)]) from None
     if data is None:
         data = {}
     if not isinstance(data, dict):
@@ -118,11 +126,27 @@ _MESSAGES = {
 }
 
 
+def _message(e: dict) -> str:
+    """pydantic's message, made to say what was given and what is allowed (never a bare regex)."""
+    from clusterctl.spec.types import ALLOWED
+
+    if e["type"] in _MESSAGES:
+        return _MESSAGES[e["type"]]
+    given = repr(e.get("input"))
+    given = given if len(given) <= 80 else given[:77] + "..."
+    if e["type"] == "string_pattern_mismatch":
+        pattern = e.get("ctx", {}).get("pattern", "")
+        return f"{given} is not allowed here: expected {ALLOWED.get(pattern, 'a value matching ' + pattern)}"
+    if e["type"] == "string_too_long" or e["type"].endswith("_type"):
+        return f"{e['msg']} (got {given})"
+    return e["msg"]
+
+
 def pydantic_findings(err: ValidationError, smap: SourceMap) -> list[Finding]:
     out = []
     for e in err.errors(include_url=False):
         parts = smap.real_path(e["loc"])
-        msg = _MESSAGES.get(e["type"], e["msg"])
+        msg = _message(e)
         if e["type"] == "union_tag_invalid" or e["type"] == "literal_error":
             msg = e["msg"]
         msg = msg.removeprefix("Value error, ")
@@ -154,7 +178,12 @@ def attach_lines(findings, smap: SourceMap) -> list[Finding]:
 def read_spec_text(path: str | Path) -> str:
     p = Path(path)
     try:
-        return p.read_text(encoding="utf-8")
+        with p.open("rb") as f:
+            data = f.read(MAX_SPEC_BYTES + 1)  # never more than the bound, whatever the file's size
+        check_size(len(data))
+        return data.decode("utf-8")
+    except BoundsError as e:
+        raise SpecError(f"{p}: {e}", [Finding(Level.ERROR, "yaml-bounds", "", str(e))]) from None
     except FileNotFoundError:
         raise SpecError(f"{p}: no such file") from None
     except (OSError, UnicodeDecodeError) as e:

@@ -6,35 +6,53 @@ from typing import Annotated, Literal, Union
 
 from pydantic import Field, StringConstraints, model_validator
 
+from clusterctl import hostlist
 from clusterctl.spec.base import SpecModel, UpdatePolicy, spec_field
 from clusterctl.spec.fabric import Fabric
+from clusterctl.spec.types import (
+    NAME_PATTERN,
+    Address,
+    AvailabilityZone,
+    AwsRegion,
+    HostlistOfAddresses,
+    HostlistOfNames,
+    InstanceType,
+    JumpHost,
+    LocalPath,
+    NodeName,
+    PosixUser,
+    allowed,
+)
 
 GpuKey = Literal["h100-sxm", "h100-pcie", "h200", "b200", "a100-80gb", "a100-40gb", "l40s", "mi300x"]
 Market = Literal["on-demand", "spot", "capacity-block", "reserved"]
 FallbackMarket = Literal["on-demand", "spot"]  # bought per launch; blocks and reservations belong to one pool
-NAME_PATTERN = r"^[a-z][a-z0-9-]{0,30}$"
-FEATURE_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
+FEATURE_PATTERN = allowed(r"^[A-Za-z0-9_-]{1,64}$", "a feature: 1-64 letters, digits, _ or -")
 
 L, D, R, F = UpdatePolicy.LIVE, UpdatePolicy.DRAIN, UpdatePolicy.REPLACE, UpdatePolicy.FORBIDDEN
 
 
 class SshSpec(SpecModel):
-    user: str = spec_field("root", description="SSH user Ansible logs in as.")
+    user: PosixUser = spec_field("root", description="SSH user Ansible logs in as (a POSIX login name).")
     port: int = spec_field(22, ge=1, le=65535, description="SSH port.")
-    jump_host: str | None = spec_field(None, description="Bastion as [user@]host[:port] (OpenSSH ProxyJump).")
+    jump_host: JumpHost | None = spec_field(None, description="Bastion as [user@]host[:port] (OpenSSH ProxyJump).")
     become: bool = spec_field(False, description="Escalate with sudo after login (needed when user is not root).")
-    private_key_file: str | None = spec_field(None, description="Private key path; default: the SSH agent / ~/.ssh config.")
-    known_hosts_file: str | None = spec_field(
+    private_key_file: LocalPath | None = spec_field(None, description="Private key path (absolute or ~/...); default: the SSH agent / ~/.ssh config.")
+    known_hosts_file: LocalPath | None = spec_field(
         None, description="Pin host keys: check hosts (and the jump host) strictly against this file instead of ~/.ssh/known_hosts."
     )
 
 
 class HostGroup(SpecModel):
-    names: str = spec_field(description="Slurm hostlist of node names, e.g. gpu[001-064].", policy=R)
-    addresses: str | None = spec_field(
+    names: HostlistOfNames = spec_field(
+        description="Slurm hostlist of node names (lower-case letters, digits and -), e.g. gpu[001-064].", policy=R
+    )
+    addresses: HostlistOfAddresses | None = spec_field(
         None, description="Hostlist of addresses in the same order, e.g. 10.1.0.[1-64]. Alternative to address_map.", policy=R
     )
-    address_map: dict[str, str] | None = spec_field(None, description="Explicit node name -> address map.", policy=R)
+    address_map: dict[NodeName, Address] | None = spec_field(
+        None, description="Explicit node name -> address (IP or DNS name) map.", policy=R
+    )
 
     @model_validator(mode="after")
     def _one_address_source(self):
@@ -62,23 +80,29 @@ class LocalPool(PoolCommon):
     count: int = spec_field(ge=1, le=64, description="Number of lab nodes.", policy=L, shrink=D)
     node_prefix: str | None = spec_field(None, pattern=NAME_PATTERN, description="Node name prefix (default: pool name).", policy=R)
 
+    def max_nodes(self) -> int:
+        return self.count
+
 
 class OnpremPool(PoolCommon):
     provider: Literal["onprem"] = spec_field(description="Bare-metal hosts you own, configured over SSH.", policy=R)
     hosts: list[HostGroup] = spec_field(min_length=1, description="Host groups: names and addresses.", policy=L, shrink=D)
     ssh: SshSpec = spec_field(default_factory=SshSpec, description="How Ansible reaches these hosts.", policy=L)
 
+    def max_nodes(self) -> int:
+        return sum(hostlist.count(g.names) for g in self.hosts)  # counted, never expanded: hostile sizes cost nothing
+
 
 class AwsPool(PoolCommon):
     provider: Literal["aws"] = spec_field(description="Rented EC2 capacity created with Pulumi.", policy=R)
-    instance_type: str = spec_field(description="EC2 instance type, e.g. p5.48xlarge.", policy=R)
-    region: str = spec_field(pattern=r"^[a-z]{2}(-[a-z]+)+-\d$", description="AWS region, e.g. us-east-1.", policy=F)
-    availability_zones: list[str] = spec_field(
+    instance_type: InstanceType = spec_field(description="EC2 instance type, e.g. p5.48xlarge.", policy=R)
+    region: AwsRegion = spec_field(description="AWS region, e.g. us-east-1.", policy=F)
+    availability_zones: list[AvailabilityZone] = spec_field(
         min_length=1, description="AZs to launch in, in order of preference (next one tried on capacity errors).", policy=L
     )
     market: Market = spec_field("on-demand", description="Purchase option: on-demand, spot, capacity-block or reserved.", policy=R)
     capacity_reservation_id: str | None = spec_field(
-        None, pattern=r"^cr-[0-9a-f]{8,17}$", description="Capacity reservation / capacity block id (cr-...).", policy=R
+        None, pattern=allowed(r"^cr-[0-9a-f]{8,17}$", "a reservation id: cr- and 8-17 hex digits"), description="Capacity reservation / capacity block id (cr-...).", policy=R
     )
     fallback_markets: list[FallbackMarket] = spec_field(
         default_factory=list,
@@ -86,10 +110,13 @@ class AwsPool(PoolCommon):
         "capacity in any of its AZs or hits its quota (e.g. [on-demand] behind spot).",
         policy=L,
     )
-    count: int | None = spec_field(None, ge=0, le=4096, description="Static node count (always running).", policy=L, shrink=D)
+    count: int | None = spec_field(
+        None, ge=1, le=4096, description="Static node count (always running); a pool that may be empty is elastic (min/max).",
+        policy=L, shrink=D,
+    )
     min: int | None = spec_field(None, ge=0, le=4096, description="Elastic pool: nodes kept running.", policy=L, shrink=D)
     max: int | None = spec_field(None, ge=1, le=4096, description="Elastic pool: most nodes Slurm may power up.", policy=L, shrink=D)
-    ami: str | None = spec_field(None, pattern=r"^ami-[0-9a-f]{8,17}$", description="AMI id (default: latest Debian 12).", policy=R)
+    ami: str | None = spec_field(None, pattern=allowed(r"^ami-[0-9a-f]{8,17}$", "an AMI id: ami- and 8-17 hex digits"), description="AMI id (default: latest Debian 12).", policy=R)
     node_prefix: str | None = spec_field(None, pattern=NAME_PATTERN, description="Node name prefix (default: pool name).", policy=R)
 
     @model_validator(mode="after")
@@ -101,6 +128,9 @@ class AwsPool(PoolCommon):
         if self.max is not None and self.min is not None and self.min > self.max:
             raise ValueError(f"'min' ({self.min}) is larger than 'max' ({self.max})")
         return self
+
+    def max_nodes(self) -> int:
+        return self.count if self.count is not None else (self.max or 0)
 
     @property
     def elastic(self) -> bool:

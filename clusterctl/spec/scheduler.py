@@ -5,20 +5,20 @@ from __future__ import annotations
 from typing import Literal
 
 from clusterctl.spec.base import SpecModel, UpdatePolicy, spec_field
+from clusterctl.spec.types import PART_NAME_PATTERN, Address, PartitionName, PoolName, allowed
 
 L = UpdatePolicy.LIVE
-PART_NAME = r"^[a-z][a-z0-9_-]{0,30}$"
 
 
 class Partition(SpecModel):
-    name: str = spec_field(pattern=PART_NAME, description="Partition name users submit to (-p).")
-    pools: list[str] = spec_field(min_length=1, description="Pools whose nodes belong to this partition.")
+    name: str = spec_field(pattern=PART_NAME_PATTERN, description="Partition name users submit to (-p).")
+    pools: list[PoolName] = spec_field(min_length=1, description="Pools whose nodes belong to this partition.")
     default: bool = spec_field(False, description="Jobs without -p land here. Exactly one partition is the default.")
     preemptible: bool = spec_field(
         False, description="Jobs here may be preempted by non-preemptible partitions (the guide's experiment partition)."
     )
     max_time: str = spec_field(
-        "UNLIMITED", pattern=r"^(UNLIMITED|INFINITE|(\d+-)?\d{1,2}(:\d{2}){0,2})$", description="Slurm MaxTime (e.g. 2-00:00:00)."
+        "UNLIMITED", pattern=allowed(r"^(UNLIMITED|INFINITE|(\d+-)?\d{1,2}(:\d{2}){0,2})$", "UNLIMITED or [days-]hours[:minutes[:seconds]]"), description="Slurm MaxTime (e.g. 2-00:00:00)."
     )
 
 
@@ -35,14 +35,14 @@ class Accounting(SpecModel):
         False,
         description="Job accounting (sacct history, sreport, fair share): slurmdbd with a local MariaDB on the "
         "controller, or the slurmdbd named by storage_host. Every job is recorded; associations are not enforced.")
-    storage_host: str | None = spec_field(
+    storage_host: Address | None = spec_field(
         None, description="An existing slurmdbd host to report to (it must share the cluster's munge key); default: "
         "the controller runs its own.")
 
 
 class BurstTarget(SpecModel):
-    partition: str = spec_field(description="Partition whose queue may grow into the pools.")
-    pools: list[str] = spec_field(min_length=1, description="Elastic pools that partition may power up.")
+    partition: PartitionName = spec_field(description="Partition whose queue may grow into the pools.")
+    pools: list[PoolName] = spec_field(min_length=1, description="Elastic pools that partition may power up.")
 
 
 class Burst(SpecModel):

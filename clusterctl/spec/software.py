@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Literal
 
 from clusterctl.spec.base import SpecModel, UpdatePolicy, spec_field
+from clusterctl.spec.types import EnvName, EnvValue, allowed
 
 L, D = UpdatePolicy.LIVE, UpdatePolicy.DRAIN
-VERSION = r"^\d+(\.\d+){0,3}(-\d+)?$"
+VERSION = allowed(r"^\d+(\.\d+){0,3}(-\d+)?$", "a version: numbers separated by dots, e.g. 570.172.08")
 
 
 class Software(SpecModel):
@@ -21,7 +22,7 @@ class Software(SpecModel):
     efa_installer: str = spec_field("1.38.1", pattern=VERSION, description="AWS EFA installer on EFA pools.", policy=D)
     lustre_client: str = spec_field("2.15.6", pattern=VERSION, description="Lustre client version.", policy=D)
     slurm: str = spec_field(
-        "22.05", pattern=r"^\d{2}\.\d{2}$", description="Slurm release (major.minor); configs are rendered for it.", policy=D
+        "22.05", pattern=allowed(r"^\d{2}\.\d{2}$", "a Slurm release YY.MM, e.g. 23.11"), description="Slurm release (major.minor); configs are rendered for it.", policy=D
     )
 
 
@@ -35,7 +36,10 @@ class Nccl(SpecModel):
         1800, ge=60, le=86400, description="TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC: how long a stuck collective may hang."
     )
     debug: Literal["WARN", "INFO", "VERSION", "TRACE"] = spec_field("WARN", description="NCCL_DEBUG.")
-    extra_env: dict[str, str] = spec_field(default_factory=dict, description="Extra environment variables; these win.")
+    extra_env: dict[EnvName, EnvValue] = spec_field(
+        default_factory=dict,
+        description="Extra environment variables (NAME: value without spaces, quotes or shell metacharacters); these win.",
+    )
 
 
 class Alerts(SpecModel):

@@ -38,9 +38,9 @@ VALIDATORS = [
     scheduler.PartitionNames(),
     scheduler.BurstTargetsElastic(),
     scheduler.ElasticPoolsReachable(),
+    scheduler.ResumeTimeoutFitsBoot(),
     scheduler.PoolsInSomePartition(),
     scheduler.SlurmVersionSupported(),
-    scheduler.NcclEnvNames(),
     scheduler.PreemptionHasTiers(),
 ]
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from clusterctl.catalog.instances import BURST_JOIN_SECONDS, GPU_INSTANCE_BOOT_SECONDS
 from clusterctl.spec.pools import is_elastic
 from clusterctl.validate.base import Validator
 
@@ -67,6 +68,26 @@ class BurstTargetsElastic(Validator):
                     yield self.error(where + ("pools", k), f"partition {t.partition} does not include pool {name}; add it to its pools")
 
 
+class ResumeTimeoutFitsBoot(Validator):
+    """Slurm marks a resumed node DOWN when it has not registered within ResumeTimeout: a timeout shorter than a GPU
+    instance takes to boot and join fails every burst. A warning, not an error: the figures are estimates, and a
+    site with a fast image (or a test harness) may know better."""
+
+    code = "resume-timeout"
+
+    def check(self, spec):
+        if not any(is_elastic(p) for p in spec.pools):
+            return
+        needed = GPU_INSTANCE_BOOT_SECONDS + BURST_JOIN_SECONDS
+        timeout = spec.scheduler.slurm.burst.resume_timeout_seconds
+        if timeout < needed:
+            yield self.warning(
+                ("scheduler", "slurm", "burst", "resume_timeout_seconds"),
+                f"{timeout} s is shorter than an elastic GPU node needs to come up: about {GPU_INSTANCE_BOOT_SECONDS} s "
+                f"to boot plus {BURST_JOIN_SECONDS} s to join Slurm; use at least {needed} (default 1800)",
+            )
+
+
 class ElasticPoolsReachable(Validator):
     code = "elastic-unused"
 
@@ -94,17 +115,6 @@ class SlurmVersionSupported(Validator):
         m = re.match(r"^(\d+)\.(\d+)$", spec.software.slurm)
         if m and (int(m.group(1)), int(m.group(2))) < MIN_SLURM:
             yield self.error(("software", "slurm"), f"Slurm {spec.software.slurm} is older than 22.05, the oldest clusterctl renders for")
-
-
-class NcclEnvNames(Validator):
-    code = "nccl-env"
-
-    def check(self, spec):
-        for k, v in spec.nccl.extra_env.items():
-            if not re.fullmatch(r"[A-Z_][A-Z0-9_]*", k):
-                yield self.error(("nccl", "extra_env", k), f"{k!r} is not a valid environment variable name")
-            if "\n" in v or "\0" in v:
-                yield self.error(("nccl", "extra_env", k), "values cannot contain newlines or NUL bytes")
 
 
 class PreemptionHasTiers(Validator):
