@@ -5,7 +5,7 @@ from __future__ import annotations
 from ipaddress import IPv4Network
 from typing import Literal
 
-from pydantic import field_validator, model_validator
+from pydantic import field_validator
 
 from clusterctl import API_VERSION
 from clusterctl.spec.base import SpecModel, UpdatePolicy, spec_field
@@ -76,12 +76,13 @@ class ClusterSpec(SpecModel):
     monitoring: Monitoring = spec_field(default_factory=Monitoring, description="Monitoring and alerting.")
     state: State = spec_field(default_factory=State, description="Where clusterctl keeps the cloud stack's state.")
 
-    @model_validator(mode="after")
-    def _node_cap(self):
-        total = sum(p.max_nodes() for p in self.pools)
+    @field_validator("pools")
+    @classmethod
+    def _node_cap(cls, pools: list) -> list:
+        total = sum(p.max_nodes() for p in pools)
         if total > MAX_NODES:
             raise ValueError(f"the pools name {total:,} nodes; a cluster has at most {MAX_NODES:,}")
-        return self
+        return pools
 
     def pool(self, name: str):
         return next((p for p in self.pools if p.name == name), None)

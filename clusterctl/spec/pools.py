@@ -51,7 +51,8 @@ class HostGroup(SpecModel):
         None, description="Hostlist of addresses in the same order, e.g. 10.1.0.[1-64]. Alternative to address_map.", policy=R
     )
     address_map: dict[NodeName, Address] | None = spec_field(
-        None, description="Explicit node name -> address (IP or DNS name) map.", policy=R
+        None, description="Explicit node name -> address (IP or DNS name) map.", policy=R,
+        json_schema_extra={"additionalProperties": False},  # keys outside the host name pattern are errors
     )
 
     @model_validator(mode="after")

@@ -38,6 +38,7 @@ class Nccl(SpecModel):
     debug: Literal["WARN", "INFO", "VERSION", "TRACE"] = spec_field("WARN", description="NCCL_DEBUG.")
     extra_env: dict[EnvName, EnvValue] = spec_field(
         default_factory=dict,
+        json_schema_extra={"additionalProperties": False},  # keys outside the name pattern are errors, as in validate
         description="Extra environment variables (NAME: value without spaces, quotes or shell metacharacters); these win.",
     )
 

@@ -13,7 +13,7 @@ import ipaddress
 import re
 from typing import Annotated
 
-from pydantic import AfterValidator, StringConstraints
+from pydantic import AfterValidator, Field, StringConstraints
 
 from clusterctl import hostlist
 
@@ -73,7 +73,14 @@ def _ip(v: str) -> str:
 HOST_OR_ADDRESS = f"{IPV4}|{IPV6}|{DNS_NAME}"
 
 # An IP address or a DNS name: where a server or a node is reached.
-Address = Annotated[str, _pattern(HOST_OR_ADDRESS, 253, "an IPv4/IPv6 address or a DNS host name"), AfterValidator(_address)]
+# The schema says what _address checks: digits and dots alone must make a real IPv4 address.
+_NOT_A_BAD_QUAD = {"anyOf": [{"pattern": f"^({IPV4})$"}, {"not": {"pattern": r"^[0-9.]+$"}}]}
+Address = Annotated[
+    str,
+    _pattern(HOST_OR_ADDRESS, 253, "an IPv4/IPv6 address or a DNS host name"),
+    AfterValidator(_address),
+    Field(json_schema_extra=_NOT_A_BAD_QUAD),
+]
 # An IP address only (node addresses in an address_map).
 IpAddress = Annotated[str, _pattern(f"{IPV4}|{IPV6}", 45, "an IPv4 or IPv6 address"), AfterValidator(_ip)]
 
@@ -86,7 +93,9 @@ PosixUser = Annotated[
     str, _pattern(r"[a-z_][a-z0-9_-]{0,31}", 32, "a POSIX user name: a lower-case letter or _, then letters, digits, _ or -")
 ]
 
-_SEGMENT = r"[A-Za-z0-9._+@-]+"
+# A path segment other than "." and "..", spelled without look-ahead so that pydantic's and JSON Schema's regex
+# engines both take it.
+_SEGMENT = r"([A-Za-z0-9_+@-][A-Za-z0-9._+@-]*|\.[A-Za-z0-9_+@-][A-Za-z0-9._+@-]*|\.\.[A-Za-z0-9._+@-]+)"
 _PATH_CHARS = "letters, digits and . _ + @ - between slashes (no '..')"
 _PATH_WORDS = "an absolute path of " + _PATH_CHARS
 _ABS = rf"/|(/{_SEGMENT})+/?"
@@ -199,4 +208,7 @@ def _not_system_dir(v: str) -> str:
     return v
 
 
-MountPoint = Annotated[AbsPath, AfterValidator(_not_system_dir)]
+_SYSTEM_DIR_PATTERN = "^(/|(" + "|".join(re.escape(d) for d in SYSTEM_DIRS) + ")(/.*)?)$"
+MountPoint = Annotated[
+    AbsPath, AfterValidator(_not_system_dir), Field(json_schema_extra={"not": {"pattern": _SYSTEM_DIR_PATTERN}})
+]
