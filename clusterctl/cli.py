@@ -1,6 +1,7 @@
 """The `clusterctl` command. Heavy modules (pydantic models, engines) load inside commands so --help stays instant.
 
-Exit codes: 0 success; 1 error (bad spec, failed apply); 2 `plan`: changes pending.
+Exit codes: 0 success; 1 error (bad spec, failed apply, and usage errors: a pipeline must never read a mistyped flag
+as 2); 2 `plan`/`drift`: changes pending.
 """
 
 from __future__ import annotations
@@ -18,13 +19,13 @@ app = typer.Typer(
     name="clusterctl",
     help="Declarative GPU training clusters: one spec -> Slurm, Ansible and Pulumi.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
 )
 
 _state = {"debug": False}
 
-SpecArg = typer.Argument(..., help="Cluster spec (cluster.yaml).", exists=False)
+SpecArg = typer.Argument(..., help="Cluster spec (cluster.yaml).", exists=False, metavar="SPEC")
 
 
 class Format(str, Enum):
@@ -48,36 +49,65 @@ PRESET_FILES = {
 }
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
+
+        typer.echo(f"clusterctl {version('clusterctl')}")
+        raise typer.Exit(0)
+
+
 @app.callback()
-def _main(debug: bool = typer.Option(False, "--debug", help="Show tracebacks for errors.")) -> None:
+def _main(
+    debug: bool = typer.Option(False, "--debug", help="Show tracebacks for errors."),
+    version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True, help="Print the version."),
+) -> None:
     _state["debug"] = debug
 
 
-def _load(spec: Path, fmt: Format = Format.text):
-    """Load and validate a spec; print findings; raise SpecError on errors."""
-    from clusterctl.cli_output import print_findings
+def _load(spec: Path, fmt: Enum = Format.text):
+    """Load and validate a spec. Findings go to stderr as text, or, for json/markdown output, into that document on
+    stdout (a pipeline reading JSON sees why a spec was refused); raise SpecError on errors."""
+    from clusterctl.cli_output import emit_findings, print_findings
     from clusterctl.errors import SpecError
     from clusterctl.validate import load_file
 
     loaded = load_file(spec)
-    if loaded.findings and fmt is Format.text:
-        print_findings(loaded.findings, str(spec), stderr=True)
+    if fmt.value == "text":
+        if loaded.findings:
+            print_findings(loaded.findings, str(spec), stderr=True)
+    elif not loaded.ok:
+        emit_findings(fmt.value, loaded.findings, str(spec), _cluster_name(loaded))
     if not loaded.ok:
         raise SpecError(f"{spec}: {len(loaded.errors)} error(s) in the spec; nothing was changed", loaded.findings)
     return loaded.spec
 
 
+def _cluster_name(loaded) -> str | None:
+    return loaded.spec.name if loaded.spec is not None else None
+
+
+def _legacy(value, old, old_flag: str, new_flag: str):
+    """An option's old spelling, kept hidden for one release: it still works, and says what replaces it."""
+    if old is None:
+        return value
+    typer.echo(f"note: {old_flag} is deprecated here; use {new_flag}", err=True)
+    return old
+
+
 @app.command()
 def init(
     preset: Preset = typer.Option(Preset.lab, "--preset", "-p", help="Starting point."),
-    output: Path = typer.Option(Path("cluster.yaml"), "--output", "-o", help="Where to write the spec."),
+    out: Path = typer.Option(Path("cluster.yaml"), "--out", help="Where to write the spec."),
     name: Optional[str] = typer.Option(None, "--name", help="Cluster name (default: the preset's)."),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing file."),
+    old_output: Optional[Path] = typer.Option(None, "--output", "-o", hidden=True),
 ) -> None:
     """Write a starter spec from a named preset."""
     from clusterctl.errors import ClusterctlError
     from clusterctl.presets import preset_text
 
+    output = _legacy(out, old_output, "--output/-o", "--out")
     if output.exists() and not force:
         raise ClusterctlError(f"{output} exists; pass --force to overwrite it")
     text = preset_text(PRESET_FILES[preset], name)
@@ -86,14 +116,19 @@ def init(
 
 
 @app.command()
-def validate(spec: Path = SpecArg, format: Format = typer.Option(Format.text, "--format", "-f")) -> None:
+def validate(
+    spec: Path = SpecArg,
+    output: Format = typer.Option(Format.text, "--output", "-o", help="text, json or markdown (a PR comment)."),
+    old_format: Optional[Format] = typer.Option(None, "--format", "-f", hidden=True),
+) -> None:
     """Check a spec and print every problem (field path and YAML line). Exit 1 on any error."""
-    from clusterctl.cli_output import findings_json, print_findings
+    from clusterctl.cli_output import emit_findings, print_findings
     from clusterctl.validate import load_file
 
+    format = _legacy(output, old_format, "--format/-f", "--output/-o")
     loaded = load_file(spec)
-    if format is Format.json:
-        sys.stdout.write(findings_json(loaded.findings, str(spec)))
+    if format is not Format.text:
+        emit_findings(format.value, loaded.findings, str(spec), _cluster_name(loaded), ok=loaded.ok)
     else:
         print_findings(loaded.findings, str(spec))
         errors = len(loaded.errors)
@@ -103,10 +138,14 @@ def validate(spec: Path = SpecArg, format: Format = typer.Option(Format.text, "-
 
 
 @app.command()
-def schema(output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write to a file instead of stdout.")) -> None:
+def schema(
+    out: Optional[Path] = typer.Option(None, "--out", help="Write to a file instead of stdout."),
+    old_output: Optional[Path] = typer.Option(None, "--output", "-o", hidden=True),
+) -> None:
     """Print the JSON Schema of the spec (for editor autocompletion of cluster.yaml)."""
     from clusterctl.spec.schema import schema_json
 
+    output = _legacy(out, old_output, "--output/-o", "--out")
     text = schema_json()
     if output:
         output.write_text(text)
@@ -117,9 +156,11 @@ def schema(output: Optional[Path] = typer.Option(None, "--output", "-o", help="W
 @app.command()
 def render(
     spec: Path = SpecArg,
-    output: Path = typer.Option(Path("build"), "--output", "-o", help="Build directory."),
+    dir: Path = typer.Option(Path("build"), "--dir", help="Build directory."),
+    old_output: Optional[Path] = typer.Option(None, "--output", "-o", hidden=True),
 ) -> None:
     """Render every config file the cluster runs on into a build directory (same spec, same bytes)."""
+    output = _legacy(dir, old_output, "--output/-o", "--dir")
     from clusterctl.render import render_spec
     from clusterctl.render.write import write_build
 
@@ -132,7 +173,8 @@ def render(
 @app.command()
 def plan(
     spec: Path = SpecArg,
-    format: Format = typer.Option(Format.text, "--format", "-f"),
+    output: Format = typer.Option(Format.text, "--output", "-o", help="text, json or markdown (a PR comment)."),
+    old_format: Optional[Format] = typer.Option(None, "--format", "-f", hidden=True),
     against: Optional[Path] = typer.Option(
         None, "--against", help="Compare with this build directory instead of the last applied build."
     ),
@@ -144,13 +186,13 @@ def plan(
     from clusterctl.diff import build_report
     from clusterctl.diff.formats import FORMATS, as_json
     from clusterctl.render import render_spec
-    from clusterctl.render.write import read_build
     from clusterctl.state import ClusterState
 
+    format = _legacy(output, old_format, "--format/-f", "--output/-o")
     cluster = _load(spec, format)
     _, files = render_spec(cluster)
     state = ClusterState(cluster.name)
-    old = read_build(against) if against else state.applied_build()
+    old = _against_build(against, cluster.name) if against else state.applied_build()
     report = build_report(cluster.name, old, files)
     from clusterctl.diff.live import add_cloud, add_cost, add_hosts
 
@@ -163,6 +205,32 @@ def plan(
     if out:
         out.write_text(as_json(report))
     raise typer.Exit(2 if report.has_changes else 0)
+
+
+def _against_build(path: Path, cluster: str) -> dict[str, str]:
+    """A build directory to compare with: it must exist and be this cluster's, or the plan would show everything as
+    new (exit 2) and read as a harmless create."""
+    from clusterctl.errors import ClusterctlError
+    from clusterctl.render.write import read_build
+
+    if not path.is_dir():
+        raise ClusterctlError(f"--against {path}: no such build directory")
+    build = read_build(path)
+    if not build:
+        raise ClusterctlError(f"--against {path}: not a build directory (no rendered files; see `clusterctl render`)")
+    owner = _build_cluster(build)
+    if owner != cluster:
+        raise ClusterctlError(f"--against {path}: a build of cluster {owner or '(unknown)'}, not {cluster}")
+    return build
+
+
+def _build_cluster(build: dict[str, str]) -> str | None:
+    import json
+
+    try:
+        return json.loads(build.get("spec.json", "{}")).get("name")
+    except ValueError:
+        return None
 
 
 class Output(str, Enum):
@@ -188,7 +256,7 @@ def up(
     from clusterctl.apply.up import up as do_up
     from clusterctl.cli_output import console, print_findings
 
-    cluster = _load(spec)
+    cluster = _load(spec, output)
     quiet = output is Output.json
     out = console(stderr=quiet)
     _maybe_break_lock(cluster.name, break_lock, out)
@@ -211,16 +279,15 @@ def down(
     """Take the cluster down: lab nodes removed completely; owned hosts drained and the daemons clusterctl started
     stopped (no data touched);
     aws: nodes drained, burst instances terminated, then exactly the cluster's Pulumi stack destroyed."""
-    import json
 
     from clusterctl.apply.down import down as do_down
-    from clusterctl.cli_output import console
+    from clusterctl.cli_output import console, document
 
-    cluster = _load(spec)
+    cluster = _load(spec, output)
     _maybe_break_lock(cluster.name, break_lock, console(stderr=True))
     result = do_down(cluster, console(stderr=output is Output.json), force=force, quiet=output is Output.json)
     if output is Output.json:
-        sys.stdout.write(json.dumps(result, indent=2) + "\n")
+        sys.stdout.write(document(cluster.name, True, result))
     else:
         typer.echo(f"cluster {cluster.name} is down")
 
@@ -228,15 +295,14 @@ def down(
 @app.command()
 def status(spec: Path = SpecArg, output: Output = typer.Option(Output.text, "--output", "-o")) -> None:
     """Nodes of the cluster and their Slurm state."""
-    import json
 
     from clusterctl.apply.status import print_status
     from clusterctl.apply.status import status as do_status
-    from clusterctl.cli_output import console
+    from clusterctl.cli_output import console, document
 
-    info = do_status(_load(spec))
+    info = do_status(_load(spec, output))
     if output is Output.json:
-        sys.stdout.write(json.dumps(info, indent=2) + "\n")
+        sys.stdout.write(document(info.get("cluster"), not info.get("controller_error"), info))
     else:
         print_status(console(), info)
 
@@ -258,7 +324,7 @@ def apply(
     from clusterctl.apply.up import print_summary
     from clusterctl.cli_output import console, print_findings
 
-    cluster = _load(spec)
+    cluster = _load(spec, output)
     quiet = output is Output.json
     out = console(stderr=quiet)
     _maybe_break_lock(cluster.name, break_lock, out)
@@ -284,16 +350,15 @@ def apply(
 def drift(spec: Path = SpecArg, output: Output = typer.Option(Output.text, "--output", "-o")) -> None:
     """Compare the live cluster with the last apply (Ansible check mode on every host; the cloud stack through
     Pulumi). Exit 0 no drift, 2 drift (names host and file), 1 could not tell."""
-    import json
 
     from clusterctl.apply.drift import drift as do_drift
     from clusterctl.apply.drift import print_drift
-    from clusterctl.cli_output import console
+    from clusterctl.cli_output import console, document
 
-    cluster = _load(spec)
+    cluster = _load(spec, output)
     report = do_drift(cluster, console(stderr=True) if output is Output.text else None)
     if output is Output.json:
-        sys.stdout.write(json.dumps(report, indent=2) + "\n")
+        sys.stdout.write(document(cluster.name, report["complete"] and not report["drift"], report))
     else:
         print_drift(console(), report)
     raise typer.Exit(2 if report["drift"] else 0 if report["complete"] else 1)
@@ -357,14 +422,34 @@ def main() -> None:
     except KeyboardInterrupt:
         _fail("interrupted", None, 130)
     except Exception as e:  # noqa: BLE001 - the last line of defence: no tracebacks for users
-        import click
-
-        if isinstance(e, click.exceptions.ClickException):
-            e.show()
-            sys.exit(e.exit_code)
-        if isinstance(e, click.exceptions.Abort):
+        usage, aborts = _cli_exception_types()
+        if isinstance(e, usage):
+            e.show()  # the parser's own message, with the usage line
+            sys.exit(1)  # never click's 2: for plan and drift, 2 means "changes"
+        if isinstance(e, aborts):
             _fail("aborted", None, 1)
         _fail(f"internal error: {type(e).__name__}: {e} (rerun with --debug for the traceback)", None, 1)
+
+
+def _cli_exception_types() -> tuple[tuple[type, ...], tuple[type, ...]]:
+    """Usage-error and abort classes of the parser: typer's own (it ships its own click since 0.20) and, for older
+    typer, click's."""
+    usage: list[type] = []
+    aborts: list[type] = [typer.Abort]
+    try:
+        from typer._click.exceptions import ClickException as TyperClickException
+
+        usage.append(TyperClickException)
+    except ImportError:
+        pass
+    try:
+        import click
+
+        usage.append(click.exceptions.ClickException)
+        aborts.append(click.exceptions.Abort)
+    except ImportError:
+        pass
+    return tuple(usage), tuple(aborts)
 
 
 def _fail(message: str, findings, code: int) -> None:

@@ -42,16 +42,15 @@ def register(app: typer.Typer, load) -> None:
         ops: Optional[float] = typer.Option(None, "--ops-per-node-month", min=0.0, help="Owned: operations per node-month (default $8,333, the guide's)."),
     ) -> None:
         """Hourly and monthly cost per pool and in total, and rent-vs-buy break-even per GPU pool."""
-        import json
         from dataclasses import replace
 
         from clusterctl.catalog.prices import PriceTable, refresh_prices as fetch
-        from clusterctl.cli_output import console
+        from clusterctl.cli_output import console, document
         from clusterctl.compile import compile_plan
         from clusterctl.economics.cost import estimate_cost, print_cost
         from clusterctl.economics.owned import OwnedCostParams
 
-        cluster = load(spec)
+        cluster = load(spec, output)
         plan = compile_plan(cluster)
         table = PriceTable()
         if prices:
@@ -67,7 +66,7 @@ def register(app: typer.Typer, load) -> None:
         params = replace(OwnedCostParams(), **{k: v for k, v in given.items() if v is not None})
         report = estimate_cost(cluster, plan, table, params, utilization)
         if output is EconOutput.json:
-            sys.stdout.write(json.dumps(report.to_dict(), indent=2) + "\n")
+            sys.stdout.write(document(cluster.name, report.complete, report.to_dict()))
         else:
             print_cost(console(), report)
 
@@ -87,16 +86,15 @@ def register(app: typer.Typer, load) -> None:
         force: bool = typer.Option(False, "--force", help="Overwrite --write-spec's file."),
     ) -> None:
         """Memory lower bound, minimum GPUs and nodes, and training days at an MFU (6·N·T FLOPs); a starter spec."""
-        import json
         import shlex
 
-        from clusterctl.cli_output import console
+        from clusterctl.cli_output import console, document
         from clusterctl.economics.size import SizeError, estimate_size, print_size, starter_spec
         from clusterctl.validate import load_text
 
         est = estimate_size(params, tokens, gpu, mfu=mfu, gpus=gpus, gpus_per_node=gpus_per_node)
         if output is EconOutput.json:
-            sys.stdout.write(json.dumps(est.to_dict(), indent=2) + "\n")
+            sys.stdout.write(document(None, True, est.to_dict()))
         else:
             print_size(console(), est)
         if write_spec:

@@ -30,7 +30,7 @@ def register(app: typer.Typer, load) -> None:
         from clusterctl.cli_output import console
         from clusterctl.monitoring.check import check_json, print_checks, run_checks
 
-        cluster = load(spec)
+        cluster = load(spec, output)
         rows, ok = run_checks(cluster, nccl_tolerance=nccl_tolerance)
         if output is CheckOutput.json:
             sys.stdout.write(check_json(cluster.name, rows))

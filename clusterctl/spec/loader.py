@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import difflib
+import functools
+import re
 from dataclasses import replace
 from io import StringIO
 from pathlib import Path
@@ -130,8 +133,13 @@ def _message(e: dict) -> str:
     """pydantic's message, made to say what was given and what is allowed (never a bare regex)."""
     from clusterctl.spec.types import ALLOWED
 
+    if e["type"] == "extra_forbidden":
+        return _MESSAGES["extra_forbidden"] + _did_you_mean(str(e["loc"][-1]), _spec_field_names())
     if e["type"] in _MESSAGES:
         return _MESSAGES[e["type"]]
+    if e["type"] == "literal_error" and isinstance(e.get("input"), str):
+        choices = re.findall(r"'([^']*)'", e.get("ctx", {}).get("expected", ""))
+        return e["msg"] + _did_you_mean(e["input"], choices)
     given = repr(e.get("input"))
     given = given if len(given) <= 80 else given[:77] + "..."
     if e["type"] == "string_pattern_mismatch":
@@ -142,14 +150,32 @@ def _message(e: dict) -> str:
     return e["msg"]
 
 
+def _did_you_mean(word: str, choices) -> str:
+    near = [c for c in choices if c.startswith(word)][:1] or difflib.get_close_matches(word, list(choices), n=1, cutoff=0.7)
+    return f"; did you mean {near[0]!r}?" if near else ""
+
+
+@functools.cache
+def _spec_field_names() -> frozenset[str]:
+    """Every key a spec may use somewhere (field names and aliases of every spec model)."""
+    from clusterctl.spec.base import SpecModel
+    from clusterctl.spec.cluster import ClusterSpec  # noqa: F401 - imports every model, so all are subclasses
+
+    names: set[str] = set()
+    todo = list(SpecModel.__subclasses__())
+    while todo:
+        model = todo.pop()
+        todo.extend(model.__subclasses__())
+        for name, info in model.model_fields.items():
+            names.add(info.alias or name)
+    return frozenset(names)
+
+
 def pydantic_findings(err: ValidationError, smap: SourceMap) -> list[Finding]:
     out = []
     for e in err.errors(include_url=False):
         parts = smap.real_path(e["loc"])
-        msg = _message(e)
-        if e["type"] == "union_tag_invalid" or e["type"] == "literal_error":
-            msg = e["msg"]
-        msg = msg.removeprefix("Value error, ")
+        msg = _message(e).removeprefix("Value error, ")
         line, col = smap.locate(parts)
         out.append(Finding(Level.ERROR, f"schema.{e['type']}", format_path(parts), msg, line, col, parts))
     return _dedupe(out)

@@ -1,6 +1,6 @@
 """Entry point for a plain `pulumi up`: everything comes from the stack config that `clusterctl render` wrote.
 
-    clusterctl render cluster.yaml -o build && cp build/pulumi/Pulumi.<cluster>.yaml stacks/aws/
+    clusterctl render cluster.yaml --dir build && cp build/pulumi/Pulumi.<cluster>.yaml stacks/aws/
     cd stacks/aws && pulumi stack init <cluster>
     pulumi config set --secret clusterctl:munge_key_b64 "$(base64 -w0 munge.key)"
     pulumi up

@@ -59,3 +59,15 @@ def test_pipeline_commands_parse(name):
     assert any("markdown" in a for a in plans), "pull requests get the markdown plan"
     applies = [argv(line) for line in lines if argv(line)[0] == "apply"]
     assert applies and all("--plan" in a and "--allow-replace" not in a for a in applies)
+
+
+@pytest.mark.parametrize("name", ["github-actions.yml", "gitlab-ci.yml"])
+def test_pull_request_job_has_no_cluster_access(name):
+    """The job that plans a pull request touches no live host and no cloud API: it plans against a build artifact."""
+    doc = yaml.safe_load((CI / name).read_text())
+    pr_job = doc["jobs"]["plan"] if "jobs" in doc else doc["plan"]
+    plans = [argv(line) for line in commands(pr_job) if argv(line)[0] == "plan"]
+    assert plans and all("--hosts" not in a and "--no-cloud" in a and "--against" in a for a in plans), plans
+    text = yaml.safe_dump(pr_job)
+    assert "CLUSTERCTL_STATE_DIR" not in text and "clusterctl]" not in text and "self-hosted" not in text
+    assert not [argv(line) for line in commands(pr_job) if argv(line)[0] in ("apply", "up", "down", "drift")]

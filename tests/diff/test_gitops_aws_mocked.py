@@ -98,7 +98,7 @@ def test_plan_no_change_exits_0_and_says_why_the_cloud_was_not_previewed(applied
 
 def test_plan_adding_a_node_exits_2_and_lists_it_live(applied):
     tmp_path, env = applied
-    r = clusterctl(env, "plan", write(tmp_path, "grown.yaml", GROW), "--format", "json")
+    r = clusterctl(env, "plan", write(tmp_path, "grown.yaml", GROW), "--output", "json")
     assert r.returncode == 2, r.stderr
     report = json.loads(r.stdout)
     assert {"name": "p5017", "kind": "added", "policy": "live", "detail": "pool p5"} in report["nodes"]
@@ -108,7 +108,7 @@ def test_plan_adding_a_node_exits_2_and_lists_it_live(applied):
 def test_gpu_type_change_is_replace_and_refused_without_allow_replace(applied):
     tmp_path, env = applied
     h200 = write(tmp_path, "h200.yaml", H200)
-    r = clusterctl(env, "plan", h200, "--format", "json", "--out", tmp_path / "plan.json")
+    r = clusterctl(env, "plan", h200, "--output", "json", "--out", tmp_path / "plan.json")
     assert r.returncode == 2 and json.loads(r.stdout)["policy"] == "replace"
     r = clusterctl(env, "apply", h200, "--plan", tmp_path / "plan.json")
     assert r.returncode == 1 and "--allow-replace" in r.stderr and "pools[p5].instance_type" in r.stderr

@@ -241,7 +241,7 @@ def test_plan_without_change_exits_0(env):
 
 def test_plan_adding_a_node_exits_2_and_lists_it_live(env, tmp_path):
     grown = _variant(tmp_path, "grown.yaml", lambda d: d["pools"][0].update(count=3))
-    r = clusterctl("plan", grown, "--format", "json", env=env, check=False)
+    r = clusterctl("plan", grown, "--output", "json", env=env, check=False)
     assert r.returncode == 2
     report = json.loads(r.stdout)
     assert {"name": "gpu003", "kind": "added", "policy": "live", "detail": "pool gpu"} in report["nodes"]
@@ -249,7 +249,7 @@ def test_plan_adding_a_node_exits_2_and_lists_it_live(env, tmp_path):
 
 def test_gpu_type_change_is_replace_and_refused_without_allow_replace(env, tmp_path):
     h200 = _variant(tmp_path, "h200.yaml", lambda d: d["pools"][0].update(gpu="h200"))
-    plan = json.loads(clusterctl("plan", h200, "--format", "json", env=env, check=False).stdout)
+    plan = json.loads(clusterctl("plan", h200, "--output", "json", env=env, check=False).stdout)
     assert plan["policy"] == "replace"
     r = clusterctl("apply", h200, env=env, check=False)
     assert r.returncode == 1 and "--allow-replace" in r.stderr and "pools[gpu].gpu" in r.stderr
@@ -275,7 +275,7 @@ def test_drain_change_rolls_out_one_batch_at_a_time(env, lab, tmp_path):
 
     plan, access = lab
     smaller = _variant(tmp_path, "cpus.yaml", lambda d: d["pools"][0].update(cpus=1))
-    r = clusterctl("plan", smaller, "--out", tmp_path / "plan.json", "--format", "json", env=env, check=False)
+    r = clusterctl("plan", smaller, "--out", tmp_path / "plan.json", "--output", "json", env=env, check=False)
     assert r.returncode == 2 and json.loads(r.stdout)["policy"] == "drain"
     most_out, stop = [0], threading.Event()
 

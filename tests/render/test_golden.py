@@ -33,7 +33,7 @@ def test_render_twice_same_bytes_in_fresh_processes(path, tmp_path):
     for i, seed in enumerate(("1", "2")):
         out = tmp_path / f"b{i}"
         env = dict(os.environ, PYTHONHASHSEED=seed)
-        subprocess.run([sys.executable, "-m", "clusterctl", "render", str(path), "-o", str(out)], check=True, env=env,
+        subprocess.run([sys.executable, "-m", "clusterctl", "render", str(path), "--dir", str(out)], check=True, env=env,
                        capture_output=True)
         outs.append({p.relative_to(out): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()})
     assert outs[0] == outs[1]

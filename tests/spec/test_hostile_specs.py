@@ -28,7 +28,7 @@ def _cpu_of_children() -> float:
 
 def _render(spec_file, out_dir, env):
     before = _cpu_of_children()
-    r = subprocess.run([sys.executable, "-m", "clusterctl", "render", str(spec_file), "--output", str(out_dir)],
+    r = subprocess.run([sys.executable, "-m", "clusterctl", "render", str(spec_file), "--dir", str(out_dir)],
                        capture_output=True, text=True, env=env, timeout=60)
     return r, _cpu_of_children() - before
 
