@@ -31,7 +31,9 @@ def _env():
 
 
 def _render(name: str, **ctx) -> str:
-    return _env().get_template(f"monitoring/{name}").render(**ctx)
+    from clusterctl.render.templates import render_with
+
+    return render_with(_env(), f"monitoring/{name}", **ctx)
 
 
 def dcgm_scraped(node: Node) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from clusterctl.compile.model import ClusterPlan, Node
 from clusterctl.render import layout
 from clusterctl.render.slurm import runs_slurmdbd
-from clusterctl.render.yamlout import dump_yaml
+from clusterctl.render.yamlout import dump_ansible_yaml
 from clusterctl.sshargs import common_args_string
 
 
@@ -111,11 +111,11 @@ def pool_vars(plan: ClusterPlan, pool) -> dict:
 
 
 def render_ansible(plan: ClusterPlan) -> dict[str, str]:
-    files = {
-        layout.INVENTORY: dump_yaml(inventory(plan)),
-        f"{layout.GROUP_VARS}/all.yml": dump_yaml(all_vars(plan)),
-        f"{layout.GROUP_VARS}/slurm_controller.yml": dump_yaml(controller_vars(plan)),
+    data = {
+        layout.INVENTORY: inventory(plan),
+        f"{layout.GROUP_VARS}/all.yml": all_vars(plan),
+        f"{layout.GROUP_VARS}/slurm_controller.yml": controller_vars(plan),
     }
     for p in plan.pools:
-        files[f"{layout.GROUP_VARS}/{layout.pool_group(p.name)}.yml"] = dump_yaml(pool_vars(plan, p))
-    return files
+        data[f"{layout.GROUP_VARS}/{layout.pool_group(p.name)}.yml"] = pool_vars(plan, p)
+    return {path: dump_ansible_yaml(d, path) for path, d in data.items()}

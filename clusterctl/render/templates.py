@@ -1,10 +1,19 @@
-"""The Jinja2 environment over the project's templates/: strict (a missing value is an error), no autoescape."""
+"""The Jinja2 environment over the project's templates/: strict (a missing value is an error), no autoescape.
+
+Every template writes a line-oriented file, so every output expression is checked to hold no line break (finalize).
+"""
 
 from __future__ import annotations
 
 from functools import lru_cache
 
+from clusterctl.render.lines import LineBreakError, check_single_line
 from clusterctl.resources import resource_dir
+
+
+def _single_line(value):
+    check_single_line(str(value), "template")  # the template's name is added by render_with
+    return value
 
 
 @lru_cache(maxsize=1)
@@ -18,8 +27,17 @@ def environment():
         lstrip_blocks=True,
         keep_trailing_newline=True,
         autoescape=False,
+        finalize=_single_line,
     )
 
 
+def render_with(env, name: str, **context) -> str:
+    """Render template `name` of `env` (this environment or an overlay of it); a line break names the template."""
+    try:
+        return env.get_template(name).render(**context)
+    except LineBreakError as e:
+        raise LineBreakError(name, e.value) from None
+
+
 def render_template(name: str, **context) -> str:
-    return environment().get_template(name).render(**context)
+    return render_with(environment(), name, **context)

@@ -2,14 +2,71 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
+from clusterctl.render.lines import check_single_line
+
+UNSAFE_TAG = "!unsafe"  # Ansible never templates a string carrying this tag
+STR_TAG = "tag:yaml.org,2002:str"
+
+
+class _Unsafe(str):
+    """A string value written with the !unsafe tag."""
+
+
+@lru_cache(maxsize=1)
+def _dumper():
+    import yaml
+
+    base = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+    class Dumper(base):  # type: ignore[misc, valid-type]
+        def ignore_aliases(self, data):
+            return True
+
+    def represent_unsafe(dumper, value):
+        # ansible-core 2.19 gives an !unsafe scalar the type its bare text would have (`!unsafe '22.05'` is a float,
+        # `!unsafe ''` is null): such text is written as a quoted plain string instead; it holds no template syntax.
+        if dumper.resolve(yaml.ScalarNode, value, (True, False)) != STR_TAG:
+            return dumper.represent_str(str(value))
+        return dumper.represent_scalar(UNSAFE_TAG, str(value))
+
+    Dumper.add_representer(_Unsafe, represent_unsafe)
+    return Dumper
+
 
 def dump_yaml(data) -> str:
     import yaml
 
-    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+    return yaml.dump(data, Dumper=_dumper(), sort_keys=False, default_flow_style=False, width=120, allow_unicode=True)
 
-    class NoAliases(dumper):  # type: ignore[misc, valid-type]
-        def ignore_aliases(self, data):
-            return True
 
-    return yaml.dump(data, Dumper=NoAliases, sort_keys=False, default_flow_style=False, width=120, allow_unicode=True)
+def _mark_unsafe(data, where: str):
+    # Values only: keys are variable, group and host names, which Ansible never templates.
+    if isinstance(data, dict):
+        return {k: _mark_unsafe(v, where) for k, v in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [_mark_unsafe(v, where) for v in data]
+    if isinstance(data, str):
+        # Roles write these values into line-oriented files on the nodes (fstab, modprobe.d, env files).
+        return _Unsafe(check_single_line(data, where))
+    return data
+
+
+def dump_ansible_yaml(data, where: str) -> str:
+    """YAML for Ansible (inventory, group_vars): every string value tagged !unsafe, so spec data is never templated.
+
+    `where` names the file in the RenderError raised for a value with a line break.
+    """
+    return dump_yaml(_mark_unsafe(data, where))
+
+
+def load_ansible_yaml(text: str):
+    """Read back what dump_ansible_yaml wrote (the !unsafe tag read as a plain string), for tools and tests."""
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.add_constructor(UNSAFE_TAG, lambda loader, node: loader.construct_scalar(node))
+    return yaml.load(text, Loader=Loader)

@@ -13,6 +13,7 @@ import yaml
 
 from clusterctl.burst.settings import DEFAULT_PATH
 from clusterctl.render import layout, render_spec
+from clusterctl.render.yamlout import load_ansible_yaml
 from clusterctl.validate import load_valid
 from tests.conftest import ROOT, example
 
@@ -25,7 +26,7 @@ def test_rendered_programs_are_the_wrappers_the_controller_role_installs():
     conf = dict(line.split("=", 1) for line in files[layout.SLURM_CONF].splitlines() if line.endswith(tuple(ACTIONS)))
     assert conf == {"ResumeProgram": layout.BURST_RESUME, "SuspendProgram": layout.BURST_SUSPEND,
                     "ResumeFailProgram": layout.BURST_RESUME_FAIL}
-    group_vars = yaml.safe_load(files["ansible/group_vars/all.yml"])
+    group_vars = load_ansible_yaml(files["ansible/group_vars/all.yml"])
     paths = group_vars["clusterctl_paths"]
     assert {paths["burst_resume"], paths["burst_suspend"], paths["burst_resume_fail"]} == set(ACTIONS)
     assert group_vars["clusterctl_has_cloud_nodes"] is True
