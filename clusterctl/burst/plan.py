@@ -37,7 +37,7 @@ def _convert(tp, value):
         if len(args) == 2 and args[1] is Ellipsis:
             return tuple(_convert(args[0], v) for v in value)
         if args:
-            return tuple(_convert(a, v) for a, v in zip(args, value))
+            return tuple(_convert(a, v) for a, v in zip(args, value, strict=False))
         return tuple(value)
     return value
 

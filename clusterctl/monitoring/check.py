@@ -360,7 +360,7 @@ def check_cluster(plan: ClusterPlan, run: Runner, nccl_tolerance: float = DEFAUL
     with ThreadPoolExecutor(max_workers=max(1, min(workers, len(targets) or 1))) as ex:
         results = list(ex.map(probe, targets))
     probes: dict[str, Probe | None] = {}
-    for (pool, n), r in zip(targets, results):
+    for (pool, n), r in zip(targets, results, strict=True):
         if r.rc != 0 or "gpu_devices=" not in r.stdout:
             probes[n.name] = None
             rows.append(CheckRow("reachable", n.name, FAIL, f"cannot run commands on {n.name}: {_last_line(r)}"))

@@ -116,7 +116,7 @@ def onprem_hosts(pool: OnpremPool) -> list[tuple[str, str]]:
             addrs = hostlist.expand(g.addresses)
             if len(addrs) != len(names):
                 raise ValueError(f"{len(names)} names but {len(addrs)} addresses")
-        out.extend(zip(names, addrs))
+        out.extend(zip(names, addrs, strict=True))
     return out
 
 

@@ -207,7 +207,7 @@ class UniqueNodes(Validator):
             except ValueError:
                 continue  # reported by OnpremHostsValid
             where = ("pools", i, "hosts") if isinstance(p, OnpremPool) else ("pools", i, "name")
-            for n, a in pairs:
+            for n, _ in pairs:
                 if n in names:
                     yield self.error(where, f"node name {n} is used twice ({names[n]} and pool {p.name})")
                     break

@@ -93,7 +93,7 @@ def settings(tmp_path, plan_file):
 
 
 @pytest.fixture
-def stack(aws, cloud_pool):
+def stack(aws, cloud_pool):  # noqa: F811 - the imported fixture, requested by name
     """The pool's launch resources in moto, as the Pulumi stack makes them (tests/burst/harness.create_stack)."""
     import boto3
 

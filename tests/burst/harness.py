@@ -202,7 +202,7 @@ def az_subnets(lab_subnet: str, azs: list[str]) -> dict[str, str]:
     """One subnet per AZ in the upper part of the lab subnet (lab nodes use the low addresses from .10 up)."""
     net = IPv4Network(lab_subnet)
     quarters = list(net.subnets(new_prefix=net.prefixlen + 2))[1:]
-    return {az: str(q) for az, q in zip(azs, quarters)}
+    return {az: str(q) for az, q in zip(azs, quarters, strict=False)}
 
 
 def create_stack(ec2, plan, pool_name: str) -> CloudStack:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-import click
 import pytest
 import typer.main
 import yaml
@@ -50,7 +49,7 @@ def test_pipeline_commands_parse(name):
     used = set()
     for line in lines:
         args = argv(line)
-        sub = group.get_command(click.Context(group), args[0])
+        sub = group.get_command(group.context_class(group), args[0])
         assert sub is not None, f"{name}: unknown command in {line!r}"
         sub.make_context(args[0], args[1:])  # raises on an unknown option or a bad value
         used.add(args[0])

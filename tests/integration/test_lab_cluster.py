@@ -197,7 +197,8 @@ def test_vendor_roles_in_check_mode(env, lab, tmp_path, example):
     names = [n.name for n in other.nodes_of(pool.name)][:2]
     hosts = {other.controller.name: lab_addr["lab-ctl"], names[0]: lab_addr["gpu001"], names[1]: lab_addr["gpu002"]}
     provider = "onprem" if pool.provider == "onprem" else "aws"
-    hv = lambda h: {"ansible_host": hosts[h], "ansible_user": "root", "clusterctl_node_provider": provider}
+    def hv(h):
+        return {"ansible_host": hosts[h], "ansible_user": "root", "clusterctl_node_provider": provider}
     inv = {"all": {"children": {
         "slurm_controller": {"hosts": {other.controller.name: hv(other.controller.name)}},
         "compute": {"children": {pool_group(pool.name): {"hosts": {n: hv(n) for n in names}}}}}}}

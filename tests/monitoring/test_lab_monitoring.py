@@ -105,7 +105,8 @@ def test_vendor_parts_in_check_mode(lab, tmp_path):
     write_build(files, build)
     addr = {n.name: n.address for n in plan.all_nodes}
     hosts = {"atlas-ctl": addr["mon-ctl"], "gpu001": addr["gpu001"], "gpu002": addr["gpu002"]}
-    hv = lambda h: {"ansible_host": hosts[h], "ansible_user": "root", "clusterctl_node_provider": "onprem"}
+    def hv(h):
+        return {"ansible_host": hosts[h], "ansible_user": "root", "clusterctl_node_provider": "onprem"}
     inv = {"all": {"children": {"slurm_controller": {"hosts": {"atlas-ctl": hv("atlas-ctl")}},
                                 "compute": {"children": {"pool_gpu": {"hosts": {"gpu001": hv("gpu001"), "gpu002": hv("gpu002")}}}}}}}
     (build / "ansible" / "inventory-lab.yml").write_text(dump_yaml(inv))
