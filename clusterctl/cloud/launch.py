@@ -22,7 +22,10 @@ import base64
 
 from clusterctl.cloud.config import PoolConfig
 
-IMDS_HOP_LIMIT = 2  # containers on the node (enroot/pyxis, docker) sit one hop further away from IMDS
+# 1: a token cannot leave the node's own network stack. A container on a bridge network is one hop further and
+# its traffic is forwarded, not OUTPUT, so the root-only firewall rule (user-data) would not see it: hop limit 1
+# keeps it from IMDSv2 altogether. clusterctl runs no such containers (enroot/pyxis use the host network).
+IMDS_HOP_LIMIT = 1
 
 
 def network_interfaces(pool: PoolConfig, subnet_id: str, security_group_ids: list[str]) -> list[dict]:
