@@ -39,7 +39,16 @@ def ensure_munge_key(state: ClusterState) -> Path:
 
 def ensure_cluster_id(state: ClusterState) -> str:
     """The cluster's unique id (16 hex digits), made once. Changing it would orphan every tagged instance."""
-    path = state.secrets_dir / "cluster-id"
+    return _cluster_id_in(state.secrets_dir)
+
+
+def playbook_vars(munge_key: Path) -> dict[str, str]:
+    """Extra vars of every playbook run: the munge key's path and the cluster id (the burst role's burst.env)."""
+    return {"clusterctl_munge_key": str(munge_key), "clusterctl_cluster_id": _cluster_id_in(munge_key.parent)}
+
+
+def _cluster_id_in(secrets_dir: Path) -> str:
+    path = secrets_dir / "cluster-id"
     _create_once(path, (pysecrets.token_hex(8) + "\n").encode(), 0o600)
     value = path.read_text().strip()
     if not CLUSTER_ID_RE.match(value):  # it ends up in tag filters and IAM conditions: only this exact shape

@@ -72,6 +72,7 @@ class Settings:
     sync_grace_seconds: int  # instances younger than this are left alone by sync (a launch may be in flight)
     spot_signal: str  # what the spot watcher sends running jobs so they can checkpoint
     spot_grace_seconds: int  # between that signal and the requeue
+    cluster_id: str = ""  # the cluster's unique id (tag clusterctl:cluster-id); nothing is touched without it
 
     @classmethod
     def from_env(cls) -> "Settings":
@@ -89,4 +90,5 @@ class Settings:
             sync_grace_seconds=int(_env("SYNC_GRACE", "300")),
             spot_signal=_env("SPOT_SIGNAL", "USR1"),
             spot_grace_seconds=int(_env("SPOT_GRACE", "60")),
+            cluster_id=_env("CLUSTER_ID", ""),
         )
