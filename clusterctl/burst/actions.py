@@ -40,9 +40,9 @@ class Context:
         if not pools and region is None:
             raise ClusterctlError(f"cluster {plan.cluster} has no elastic aws pool: nothing to burst into")
         if not settings.cluster_id:  # written to burst.env by `clusterctl up` (the burst role)
-            raise ClusterctlError(f"no cluster id (CLUSTERCTL_BURST_CLUSTER_ID) in the burst settings of {plan.cluster}: "
-                                  f"run `clusterctl up` again; without it no instance can be told apart from another "
-                                  f"cluster's of the same name")
+            raise ClusterctlError(f"no cluster id (CLUSTERCTL_BURST_CLUSTER_ID) in the burst settings of "
+                                  f"{plan.cluster}: run `clusterctl up` again; without it no instance can be told "
+                                  f"apart from another cluster's of the same name")
         ec2, ec2_launch = cloud.clients(region or pools[0].region)
         return cls(settings, plan, slurm or Slurm(log=log), ec2, ec2_launch, log)
 
@@ -125,7 +125,8 @@ class ResumeReport:
 
 def _live_by_name(ctx: Context, names: list[str]) -> dict[str, cloud.Instance]:
     out: dict[str, cloud.Instance] = {}
-    for inst in cloud.cluster_instances(ctx.ec2, ctx.plan.cluster, ctx.cluster_id, names, states=("pending", "running")):
+    live = cloud.cluster_instances(ctx.ec2, ctx.plan.cluster, ctx.cluster_id, names, states=("pending", "running"))
+    for inst in live:
         cur = out.get(inst.name)
         if cur is None or _launched(inst) > _launched(cur):
             out[inst.name] = inst

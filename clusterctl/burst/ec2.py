@@ -115,7 +115,8 @@ def ours(cluster: str, cluster_id: str) -> list[dict]:
     """EC2 filters for the cluster's resources: its name AND its unique id."""
     if not cluster_id:
         raise ClusterctlError(f"no cluster id for {cluster}: clusterctl acts only on resources tagged {CLUSTER_ID_TAG}")
-    return [{"Name": f"tag:{CLUSTER_TAG}", "Values": [cluster]}, {"Name": f"tag:{CLUSTER_ID_TAG}", "Values": [cluster_id]}]
+    return [{"Name": f"tag:{CLUSTER_TAG}", "Values": [cluster]},
+            {"Name": f"tag:{CLUSTER_ID_TAG}", "Values": [cluster_id]}]
 
 
 def cluster_instances(ec2, cluster: str, cluster_id: str, names: list[str] | None = None,
