@@ -71,7 +71,9 @@ def down(spec, console, force: bool = False, quiet: bool = False) -> dict:
 
             # Nodes Slurm powered up are not the stack's: terminated first (by tag), or they would keep running
             # and hold the subnets the destroy removes.
-            result["burst_terminated"] = release_burst_instances(plan, say)
+            from clusterctl.apply.secrets import ensure_cluster_id
+
+            result["burst_terminated"] = release_burst_instances(plan, ensure_cluster_id(state), say)
             # Exactly the stack this cluster's state names: nothing else in the account is looked at.
             result["aws"] = cloud_down(plan, state, console=console, quiet=quiet)
         if access.lab is not None:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from clusterctl.ansible.progress import Progress
 from clusterctl.ansible.runner import PlaybookRun, run_playbook
+from clusterctl.apply.secrets import playbook_vars
 
 
 def _files(res: dict) -> list[str]:
@@ -45,7 +46,7 @@ def check_hosts(build_dir: Path, access, munge_key: Path, console=None, quiet: b
             by_host.setdefault(data.get("host", "?"), {"changes": []})["changes"].append(
                 {"task": data.get("task", "?"), "role": data.get("role"), "files": _files(res)})
 
-    run = PlaybookRun(build_dir=build_dir, extravars={"clusterctl_munge_key": str(munge_key)}, ssh=access.ssh,
+    run = PlaybookRun(build_dir=build_dir, extravars=playbook_vars(munge_key), ssh=access.ssh,
                       check=True, diff=True)
     if console is not None:
         with Progress(console, "checking hosts (check mode)", quiet=quiet) as progress:

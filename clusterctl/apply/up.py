@@ -17,7 +17,7 @@ from clusterctl.ansible.progress import Progress, print_recap
 from clusterctl.ansible.result import RunResult
 from clusterctl.ansible.runner import PlaybookRun, run_playbook
 from clusterctl.apply.access import Access, access_for
-from clusterctl.apply.secrets import ensure_munge_key
+from clusterctl.apply.secrets import ensure_munge_key, playbook_vars
 from clusterctl.apply.smoke import SmokeResult, run_smoke
 from clusterctl.compile.model import ClusterPlan
 from clusterctl.errors import ClusterctlError
@@ -77,7 +77,7 @@ def converge(plan_build: Path, access: Access, munge_key: Path, console, quiet: 
              diff: bool = False, fast: bool = True, title: str = "converging", limit: str | None = None) -> RunResult:
     run = PlaybookRun(
         build_dir=plan_build,
-        extravars={"clusterctl_munge_key": str(munge_key)},
+        extravars=playbook_vars(munge_key),
         ssh=access.ssh,
         check=check,
         diff=diff,

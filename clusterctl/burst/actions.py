@@ -39,8 +39,16 @@ class Context:
         pools = plan.elastic_pools()
         if not pools and region is None:
             raise ClusterctlError(f"cluster {plan.cluster} has no elastic aws pool: nothing to burst into")
+        if not settings.cluster_id:  # written to burst.env by `clusterctl up` (the burst role)
+            raise ClusterctlError(f"no cluster id (CLUSTERCTL_BURST_CLUSTER_ID) in the burst settings of "
+                                  f"{plan.cluster}: run `clusterctl up` again; without it no instance can be told "
+                                  f"apart from another cluster's of the same name")
         ec2, ec2_launch = cloud.clients(region or pools[0].region)
         return cls(settings, plan, slurm or Slurm(log=log), ec2, ec2_launch, log)
+
+    @property
+    def cluster_id(self) -> str:
+        return self.settings.cluster_id
 
 
 def parse_nodes(ctx: Context, expr: str) -> list[str]:
@@ -117,7 +125,8 @@ class ResumeReport:
 
 def _live_by_name(ctx: Context, names: list[str]) -> dict[str, cloud.Instance]:
     out: dict[str, cloud.Instance] = {}
-    for inst in cloud.cluster_instances(ctx.ec2, ctx.plan.cluster, names, states=("pending", "running")):
+    live = cloud.cluster_instances(ctx.ec2, ctx.plan.cluster, ctx.cluster_id, names, states=("pending", "running"))
+    for inst in live:
         cur = out.get(inst.name)
         if cur is None or _launched(inst) > _launched(cur):
             out[inst.name] = inst
@@ -155,9 +164,9 @@ def resume(ctx: Context, expr: str, resume_data: dict | None = None) -> ResumeRe
                          f"{' then '.join(cloud.markets(pool))}, AZs {', '.join(pool.availability_zones)})")
                 try:
                     if pool_name not in targets:
-                        targets[pool_name] = cloud.launch_targets(ctx.ec2, ctx.plan.cluster, pool)
-                    nodes, attempts = cloud.launch_with_failover(ctx.ec2_launch, pool, ctx.plan.cluster, pnames,
-                                                                 targets[pool_name], log=log.warning)
+                        targets[pool_name] = cloud.launch_targets(ctx.ec2, ctx.plan.cluster, ctx.cluster_id, pool)
+                    nodes, attempts = cloud.launch_with_failover(ctx.ec2_launch, pool, ctx.plan.cluster, ctx.cluster_id,
+                                                                 pnames, targets[pool_name], log=log.warning)
                     report.attempts += attempts
                     launched.update(nodes)
                     log.info(f"{what}: launched " + ", ".join(
@@ -207,7 +216,7 @@ def suspend(ctx: Context, expr: str) -> list[str]:
     if not names:
         return []
     with locked(ctx.settings.state_dir, exclusive=False):
-        insts = cloud.cluster_instances(ctx.ec2, ctx.plan.cluster, names)
+        insts = cloud.cluster_instances(ctx.ec2, ctx.plan.cluster, ctx.cluster_id, names)
         ids = cloud.terminate(ctx.ec2, [i.id for i in insts])
     if ids:
         ctx.log.info(f"terminated {', '.join(f'{i.name}={i.id}' for i in insts)}")
@@ -247,7 +256,7 @@ def sync(ctx: Context, dry_run: bool = False) -> SyncReport:
     elastic = {p.name for p in plan.elastic_pools()}
     grace = ctx.settings.sync_grace_seconds
     with locked(ctx.settings.state_dir, exclusive=True):
-        instances = cloud.cluster_instances(ctx.ec2, plan.cluster)
+        instances = cloud.cluster_instances(ctx.ec2, plan.cluster, ctx.cluster_id)
         states = ctx.slurm.nodes(list(plan.cloud_nodes))
         by_node: dict[str, list[cloud.Instance]] = defaultdict(list)
         for i in instances:

@@ -146,7 +146,8 @@ def bootstrap_nodes(ctx: Context, names: list[str], timeout: float | None = None
     log = ctx.log
     timeout = timeout if timeout is not None else max(60, ctx.plan.plan.slurm.resume_timeout - MARGIN)
     deadline = time.monotonic() + timeout
-    insts = {i.name: i for i in cloud.cluster_instances(ctx.ec2, ctx.plan.cluster, names, states=("pending", "running"))}
+    insts = {i.name: i for i in cloud.cluster_instances(ctx.ec2, ctx.plan.cluster, ctx.cluster_id, names,
+                                                       states=("pending", "running"))}
     results: dict[str, str | None] = {}
     todo = []
     for n in names:

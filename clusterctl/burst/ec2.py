@@ -2,7 +2,9 @@
 terminate the cluster's instances. The launch itself is clusterctl.cloud.launch (the same request shapes the
 Pulumi launch template is built from); this module adds the failover and the tag queries.
 
-Resources are found by the tags the Pulumi stack puts on them (clusterctl:cluster on everything,
+Resources are found by the tags the Pulumi stack puts on them (clusterctl:cluster and the cluster's unique id
+clusterctl:cluster-id on everything; the name alone is not enough: another stack or account may hold a cluster of
+the same name, and its instances must never be touched;
 clusterctl:pool on a pool's launch template and placement group, Name <cluster>-<az> on the private subnets), so
 the controller needs no copy of the stack outputs: the cloud's tags are the source of truth.
 """
@@ -15,6 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from clusterctl.cloud import launch
+from clusterctl.cloud.config import CLUSTER_ID_TAG
 from clusterctl.errors import ClusterctlError
 
 CLUSTER_TAG = "clusterctl:cluster"
@@ -108,10 +111,18 @@ def _instance(i: dict) -> Instance:
                     launch_time=lt)
 
 
-def cluster_instances(ec2, cluster: str, names: list[str] | None = None, states=LIVE_STATES) -> list[Instance]:
-    """The cluster's instances (by tag), optionally only those whose Name is in `names`."""
-    filters = [{"Name": f"tag:{CLUSTER_TAG}", "Values": [cluster]},
-               {"Name": "instance-state-name", "Values": list(states)}]
+def ours(cluster: str, cluster_id: str) -> list[dict]:
+    """EC2 filters for the cluster's resources: its name AND its unique id."""
+    if not cluster_id:
+        raise ClusterctlError(f"no cluster id for {cluster}: clusterctl acts only on resources tagged {CLUSTER_ID_TAG}")
+    return [{"Name": f"tag:{CLUSTER_TAG}", "Values": [cluster]},
+            {"Name": f"tag:{CLUSTER_ID_TAG}", "Values": [cluster_id]}]
+
+
+def cluster_instances(ec2, cluster: str, cluster_id: str, names: list[str] | None = None,
+                      states=LIVE_STATES) -> list[Instance]:
+    """The cluster's instances (by name and id tags), optionally only those whose Name is in `names`."""
+    filters = [*ours(cluster, cluster_id), {"Name": "instance-state-name", "Values": list(states)}]
     if names is not None:
         if not names:
             return []
@@ -144,14 +155,14 @@ def _tagged(items: list[dict], key: str = "Tags") -> list[tuple[dict, dict]]:
     return [(x, {t["Key"]: t["Value"] for t in x.get(key) or []}) for x in items]
 
 
-def launch_targets(ec2, cluster: str, pool) -> list[LaunchTarget]:
+def launch_targets(ec2, cluster: str, cluster_id: str, pool) -> list[LaunchTarget]:
     """Where the pool may launch, in the pool's AZ order (capacity blocks: only the block's AZ).
 
     pool: clusterctl.cloud.config.PoolConfig. The security groups are the launch template's own (its ENIs'); the
     placement group is used in the first AZ only (a cluster placement group cannot span AZs); fallback AZs
     launch without it.
     """
-    subnets = ec2.describe_subnets(Filters=[{"Name": f"tag:{CLUSTER_TAG}", "Values": [cluster]}])["Subnets"]
+    subnets = ec2.describe_subnets(Filters=ours(cluster, cluster_id))["Subnets"]
     by_az: dict[str, str] = {}
     for s, tags in _tagged(subnets):
         az = s["AvailabilityZone"]
@@ -161,7 +172,7 @@ def launch_targets(ec2, cluster: str, pool) -> list[LaunchTarget]:
             by_az[az] = s["SubnetId"]
 
     lt_id, groups, image = None, (), pool.ami
-    lts = ec2.describe_launch_templates(Filters=[{"Name": f"tag:{CLUSTER_TAG}", "Values": [cluster]},
+    lts = ec2.describe_launch_templates(Filters=[*ours(cluster, cluster_id),
                                                  {"Name": f"tag:{POOL_TAG}", "Values": [pool.name]}])["LaunchTemplates"]
     if lts:
         lt_id = sorted(lts, key=lambda t: t["CreateTime"])[-1]["LaunchTemplateId"]
@@ -170,12 +181,13 @@ def launch_targets(ec2, cluster: str, pool) -> list[LaunchTarget]:
         enis = data.get("NetworkInterfaces") or []
         groups = tuple(enis[0].get("Groups") or ()) if enis else tuple(data.get("SecurityGroupIds") or ())
     if lt_id is None and image is None:
-        raise LaunchFailed("NoLaunchTemplate", f"no launch template tagged {CLUSTER_TAG}={cluster}, {POOL_TAG}={pool.name} "
+        raise LaunchFailed("NoLaunchTemplate", f"no launch template tagged {CLUSTER_TAG}={cluster}, {CLUSTER_ID_TAG}="
+                           f"{cluster_id}, {POOL_TAG}={pool.name} "
                            f"and no AMI in the spec: is the cluster's cloud stack up?")
 
     placement = None
     try:
-        pgs = ec2.describe_placement_groups(Filters=[{"Name": f"tag:{CLUSTER_TAG}", "Values": [cluster]},
+        pgs = ec2.describe_placement_groups(Filters=[*ours(cluster, cluster_id),
                                                      {"Name": f"tag:{POOL_TAG}", "Values": [pool.name]}])["PlacementGroups"]
         placement = pgs[0]["GroupName"] if pgs else None
     except Exception:  # an endpoint without placement-group filters: launch without one
@@ -188,7 +200,8 @@ def launch_targets(ec2, cluster: str, pool) -> list[LaunchTarget]:
             continue
         out.append(LaunchTarget(az, by_az[az], groups, lt_id, image, placement if k == 0 else None))
     if not out:
-        raise LaunchFailed("NoSubnet", f"no subnet tagged {CLUSTER_TAG}={cluster} in {', '.join(azs)}: is the cluster's "
+        raise LaunchFailed("NoSubnet", f"no subnet tagged {CLUSTER_TAG}={cluster}, {CLUSTER_ID_TAG}={cluster_id} in "
+                           f"{', '.join(azs)}: is the cluster's "
                            f"cloud stack up?")
     return out
 
@@ -210,7 +223,8 @@ def markets(pool) -> list[str]:
     return [pool.market, *pool.fallback_markets]
 
 
-def launch_with_failover(ec2, pool, cluster: str, names: list[str], targets: list[LaunchTarget], log=None):
+def launch_with_failover(ec2, pool, cluster: str, cluster_id: str, names: list[str], targets: list[LaunchTarget],
+                         log=None):
     """Launch `names` all or nothing, trying each (market, AZ) in order. Returns (name -> instance info, attempts).
 
     Capacity errors move to the next AZ; quota errors to the next market; any other error stops at once (a bad
@@ -223,7 +237,7 @@ def launch_with_failover(ec2, pool, cluster: str, names: list[str], targets: lis
         for t in targets:
             t0 = time.monotonic()
             try:
-                nodes = launch.launch_nodes(ec2, p, cluster, list(names), subnet_id=t.subnet_id,
+                nodes = launch.launch_nodes(ec2, p, cluster, list(names), cluster_id=cluster_id, subnet_id=t.subnet_id,
                                             security_group_ids=list(t.security_group_ids),
                                             launch_template_id=t.launch_template_id,
                                             image_id=None if t.launch_template_id else t.image_id,

@@ -3,8 +3,11 @@
 slurmctld runs ResumeProgram & co. with an almost empty environment (SLURM_CONF, SLURM_RESUME_FILE, no PATH, no
 HOME), so the programs read their settings from one systemd-style environment file, /etc/clusterctl/burst.env
 (KEY=VALUE lines; the sync timer's unit uses the same file as EnvironmentFile). It holds the AWS settings in the
-standard boto3 variables (AWS_DEFAULT_REGION, AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID/SECRET or AWS_PROFILE, ...;
-none on an AWS controller with an instance profile) and any CLUSTERCTL_BURST_* override below. Variables already in
+standard boto3 variables (AWS_DEFAULT_REGION, AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID/SECRET or AWS_PROFILE, ...)
+and any CLUSTERCTL_BURST_* override below, among them the cluster's unique id (CLUSTER_ID, written by `up`).
+Credentials must be given here even on an aws controller: the programs run as SlurmUser, and on clusterctl's aws
+nodes IMDS (where an instance profile's credentials are) answers root only; the principal needs
+stacks/aws/burst-policy.json. Variables already in
 the environment win over the file, so a person running `clusterctl burst sync` by hand can point it elsewhere.
 """
 
@@ -72,6 +75,7 @@ class Settings:
     sync_grace_seconds: int  # instances younger than this are left alone by sync (a launch may be in flight)
     spot_signal: str  # what the spot watcher sends running jobs so they can checkpoint
     spot_grace_seconds: int  # between that signal and the requeue
+    cluster_id: str = ""  # the cluster's unique id (tag clusterctl:cluster-id); nothing is touched without it
 
     @classmethod
     def from_env(cls) -> "Settings":
@@ -89,4 +93,5 @@ class Settings:
             sync_grace_seconds=int(_env("SYNC_GRACE", "300")),
             spot_signal=_env("SPOT_SIGNAL", "USR1"),
             spot_grace_seconds=int(_env("SPOT_GRACE", "60")),
+            cluster_id=_env("CLUSTER_ID", ""),
         )

@@ -3,9 +3,9 @@
 Those instances were launched by `clusterctl burst resume`, not by the Pulumi stack, so a stack destroy does not
 know them: they would keep running (and billing), and their network interfaces would hold the stack's subnets and
 security group so the destroy fails. They are found the way the burst programs find them (cloud tags: this
-cluster, and a Name that is one of this plan's cloud nodes, or the pool tag of an elastic pool for strays a resume
-left unnamed), terminated, and waited for until gone.
-Static nodes (the stack's own instances) and other clusters' instances are never touched.
+cluster's name AND its unique id, and a Name that is one of this plan's cloud nodes, or the pool tag of an elastic
+pool for strays a resume left unnamed), terminated, and waited for until gone.
+Static nodes (the stack's own instances) and other clusters' instances (same name, other id) are never touched.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ class BurstTeardownFailed(ClusterctlError):
     pass
 
 
-def release_burst_instances(plan: ClusterPlan, log: Callable[[str], None] = lambda m: None,
+def release_burst_instances(plan: ClusterPlan, cluster_id: str, log: Callable[[str], None] = lambda m: None,
                             wait_seconds: int = WAIT_SECONDS, poll_seconds: float = POLL_SECONDS) -> dict[str, str]:
     """Terminate every live instance of the plan's cloud nodes (and elastic pools' strays); wait until they are gone.
 
@@ -41,7 +41,8 @@ def release_burst_instances(plan: ClusterPlan, log: Callable[[str], None] = lamb
     for region, pools in sorted(pools_by_region.items()):
         ec2, _ = cloud.clients(region)
         try:
-            insts = [i for i in cloud.cluster_instances(ec2, plan.name) if _launched_by_burst(burst, pools, i)]
+            insts = [i for i in cloud.cluster_instances(ec2, plan.name, cluster_id)
+                     if _launched_by_burst(burst, pools, i)]
             if not insts:
                 continue
             listed = ", ".join(f"{i.name or '(unnamed)'}={i.id}" for i in insts)

@@ -7,8 +7,12 @@
   pipeline can share state; when both are set they must agree (two places would mean two stacks, two clusters);
 - secrets: the passphrase provider with a generated passphrase kept in the cluster's secrets dir (0600), unless
   PULUMI_CONFIG_PASSPHRASE[_FILE] is set or CLUSTERCTL_PULUMI_SECRETS_PROVIDER names another (e.g. awskms://...);
-- config: the rendered stack config (render/cloud.py) plus the runtime values (SSH public key, admin CIDR) and the
-  munge key as a secret.
+- config: the rendered stack config (render/cloud.py) plus the runtime values (SSH public key, admin CIDR, cluster id);
+- the munge key is NOT stack config: the SDK's `set_config`/`set_all_config` put every value, secrets included,
+  on `pulumi config set` command lines (visible in /proc/*/cmdline to every user, and in process accounting).
+  The program is inline, so it runs in this very process when `pulumi preview/up` calls back into it: the key
+  is handed to it as a Python value and marked secret there (encrypted in the state, `[secret]` in diffs and
+  events). Neither argv nor the pulumi child's environment ever holds it, and error text is redacted.
 
 `require_pulumi_cli()` runs before anything else and touches nothing.
 """
@@ -84,10 +88,32 @@ class StackSettings:
     cluster: str
     config: dict  # the rendered stack config (namespaced keys)
     backend: str  # backend_url() of the cluster
-    munge_key_b64: str
+    munge_key_b64: str = field(repr=False)
+    cluster_id: str = ""  # apply/secrets.ensure_cluster_id()
     ssh_public_key: str | None = None
     admin_cidr: str | None = None
     env: dict[str, str] = field(default_factory=dict)
+
+
+# Secret values handed to programs in this process; _first_error() removes them from any text it passes on.
+_SECRETS: set[str] = set()
+
+
+def _redact(text: str) -> str:
+    for value in _SECRETS:
+        text = text.replace(value, "[secret]")
+    return text
+
+
+def _inline_program(munge_key_b64: str):
+    """The stack's program with the munge key bound in (a closure: its repr does not show the key)."""
+    from clusterctl.cloud.program import program_from_config
+
+    _SECRETS.add(munge_key_b64)
+
+    def program():
+        return program_from_config(munge_key_b64)
+    return program
 
 
 def _passphrase_env(state: ClusterState) -> dict[str, str]:
@@ -122,30 +148,28 @@ def open_stack(state: ClusterState, settings: StackSettings):
     """Create or select the cluster's stack with its config set; returns a pulumi.automation.Stack."""
     from pulumi import automation as auto
 
-    from clusterctl.cloud.config import RUNTIME_KEYS, SECRET_KEYS, automation_config
-    from clusterctl.cloud.program import program_from_config
+    from clusterctl.cloud.config import RUNTIME_KEYS, automation_config
 
     opts = workspace_options(state, settings.backend, settings.env)
     try:
         stack = auto.create_or_select_stack(stack_name=settings.cluster, project_name=PROJECT,
-                                            program=program_from_config, opts=opts)
+                                            program=_inline_program(settings.munge_key_b64), opts=opts)
         values = {k: auto.ConfigValue(v) for k, v in automation_config(settings.config).items()}
         ns = PROJECT + ":"
-        if settings.ssh_public_key:
-            values[ns + "ssh_public_key"] = auto.ConfigValue(settings.ssh_public_key)
-        if settings.admin_cidr:
-            values[ns + "admin_cidr"] = auto.ConfigValue(settings.admin_cidr)
-        values[ns + "munge_key_b64"] = auto.ConfigValue(settings.munge_key_b64, secret=True)
+        runtime = {"ssh_public_key": settings.ssh_public_key, "admin_cidr": settings.admin_cidr,
+                   "cluster_id": settings.cluster_id}
+        values.update({ns + k: auto.ConfigValue(v) for k, v in runtime.items() if v})
         # Keys a previous build set but this one does not (e.g. checkpoints removed from the spec) must go;
-        # runtime settings given once (admin CIDR, SSH key) stay until replaced.
-        protected = {ns + k for k in RUNTIME_KEYS + SECRET_KEYS}
+        # runtime settings given once (admin CIDR, SSH key) stay until replaced. A munge key an older clusterctl
+        # (or a person) put in the config goes too: the program gets it from us (rm-all names only the key).
+        protected = {ns + k for k in RUNTIME_KEYS}
         stale = [k for k in stack.get_all_config()
                  if (k.startswith(ns) or k == "aws:region") and k not in values and k not in protected]
         if stale:
             stack.remove_all_config(stale)
         stack.set_all_config(values)
     except auto.errors.CommandError as e:
-        raise CloudError(f"pulumi could not open stack {settings.cluster} at {settings.backend}: {_first_error(e)}") from e
+        raise CloudError(f"pulumi could not open stack {settings.cluster} at {settings.backend}: {_first_error(e)}") from None
     return stack
 
 
@@ -163,11 +187,11 @@ def existing_stack(state: ClusterState, cluster: str, url: str):
     except auto.errors.StackNotFoundError:
         return None
     except auto.errors.CommandError as e:
-        raise CloudError(f"pulumi could not read stack {cluster} at {url}: {_first_error(e)}") from e
+        raise CloudError(f"pulumi could not read stack {cluster} at {url}: {_first_error(e)}") from None
 
 
 def _first_error(e: Exception) -> str:
-    text = str(e)
+    text = _redact(str(e))
     for line in text.splitlines():
         if "error:" in line:
             return line.strip()
@@ -201,7 +225,7 @@ def _run(what: str, fn):
     try:
         return fn()
     except auto.errors.CommandError as e:
-        raise CloudError(f"pulumi {what} failed: {_first_error(e)}") from e
+        raise CloudError(f"pulumi {what} failed: {_first_error(e)}") from None
 
 
 # refresh=True: spot nodes and capacity-block nodes can vanish (interruption, block end) without Pulumi seeing it;

@@ -18,9 +18,13 @@ from clusterctl.render.cloud import PROJECT, cloud_config
 # Keys of the rendered config (without the "clusterctl:" namespace) that the program reads.
 OBJECT_KEYS = ("network", "controller", "pools", "fsx")
 STRING_KEYS = ("cluster", "admin_user", "checkpoint_bucket", "munge_parameter")
-# Keys set outside the build.
-RUNTIME_KEYS = ("ssh_public_key", "admin_cidr")
+# Keys set outside the build: per workstation, or made once per cluster (cluster_id, see apply/secrets.py).
+RUNTIME_KEYS = ("ssh_public_key", "admin_cidr", "cluster_id")
+# Secrets: never config that clusterctl sets (that goes through argv); a plain `pulumi up` reads them from config.
 SECRET_KEYS = ("munge_key_b64",)
+# Every resource of the stack and every burst instance carries the cluster's unique id under this key; the burst
+# programs and their IAM policy touch only what carries it (the Name/cluster tags are not unique).
+CLUSTER_ID_TAG = "clusterctl:cluster-id"
 
 
 @dataclass(frozen=True)
@@ -95,6 +99,7 @@ class Runtime:
 
     ssh_public_key: str | None = None
     admin_cidr: str | None = None  # SSH to the controller's public address from here; none: no public address
+    cluster_id: str | None = None  # apply/secrets.ensure_cluster_id(); kept out of the build (made per state dir)
 
 
 @dataclass(frozen=True)
@@ -112,7 +117,9 @@ class StackConfig:
 
     @property
     def tags(self) -> dict[str, str]:
-        return {"clusterctl:cluster": self.cluster}
+        if not self.runtime.cluster_id:
+            raise ValueError(f"no cluster id for {self.cluster}: set clusterctl:cluster_id (clusterctl up does)")
+        return {"clusterctl:cluster": self.cluster, CLUSTER_ID_TAG: self.runtime.cluster_id}
 
     def pool(self, name: str) -> PoolConfig:
         return next(p for p in self.pools if p.name == name)
@@ -137,7 +144,7 @@ class StackConfig:
             fsx=tuple(FsxConfig(**f) for f in c.get("fsx") or ()),
             checkpoint_bucket=c.get("checkpoint_bucket") or None,
             munge_parameter=c["munge_parameter"],
-            runtime=runtime or Runtime(c.get("ssh_public_key") or None, c.get("admin_cidr") or None),
+            runtime=runtime or _runtime(c.get),
         )
 
     @classmethod
@@ -156,7 +163,11 @@ class StackConfig:
         cfg = {k: ns.require_object(k) for k in OBJECT_KEYS}
         cfg.update({k: ns.get(k) for k in STRING_KEYS})
         cfg["aws:region"] = pulumi.Config("aws").require("region")
-        return cls.from_mapping(cfg, Runtime(ns.get("ssh_public_key") or None, ns.get("admin_cidr") or None))
+        return cls.from_mapping(cfg, _runtime(ns.get))
+
+
+def _runtime(get) -> Runtime:
+    return Runtime(**{k: get(k) or None for k in RUNTIME_KEYS})
 
 
 def _pool(p: dict) -> PoolConfig:

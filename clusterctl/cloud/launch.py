@@ -20,9 +20,12 @@ from __future__ import annotations
 
 import base64
 
-from clusterctl.cloud.config import PoolConfig
+from clusterctl.cloud.config import CLUSTER_ID_TAG, PoolConfig
 
-IMDS_HOP_LIMIT = 2  # containers on the node (enroot/pyxis, docker) sit one hop further away from IMDS
+# 1: a token cannot leave the node's own network stack. A container on a bridge network is one hop further and
+# its traffic is forwarded, not OUTPUT, so the root-only firewall rule (user-data) would not see it: hop limit 1
+# keeps it from IMDSv2 altogether. clusterctl runs no such containers (enroot/pyxis use the host network).
+IMDS_HOP_LIMIT = 1
 
 
 def network_interfaces(pool: PoolConfig, subnet_id: str, security_group_ids: list[str]) -> list[dict]:
@@ -98,21 +101,24 @@ def launch_template_data(pool: PoolConfig, *, image_id: str, subnet_id: str, sec
     return data
 
 
-def run_instances_request(pool: PoolConfig, cluster: str, count: int, *, subnet_id: str, security_group_ids: list[str],
-                          launch_template_id: str | None = None, image_id: str | None = None,
-                          placement_group: str | None = None) -> dict:
+def run_instances_request(pool: PoolConfig, cluster: str, count: int, *, cluster_id: str, subnet_id: str,
+                          security_group_ids: list[str], launch_template_id: str | None = None,
+                          image_id: str | None = None, placement_group: str | None = None) -> dict:
     """RunInstances parameters for `count` nodes of the pool, all or nothing (MinCount = MaxCount).
 
     With a launch template (production), the template carries image, user-data, profile and market; the request
     repeats the ENIs with the subnet of the AZ being tried (AZ failover after InsufficientInstanceCapacity) and the
     market options, so a template edited by hand cannot silently change the purchase option.
+    The cluster id is tagged in the request itself (instance, disks, ENIs): the burst IAM policy allows
+    RunInstances only with it (aws:RequestTag), and only instances carrying it are ever terminated.
     """
+    tags = [{"Key": "clusterctl:cluster", "Value": cluster}, {"Key": CLUSTER_ID_TAG, "Value": cluster_id},
+            {"Key": "clusterctl:pool", "Value": pool.name}]
     req = {
         "MinCount": count,
         "MaxCount": count,
         "NetworkInterfaces": network_interfaces(pool, subnet_id, security_group_ids),
-        "TagSpecifications": [{"ResourceType": "instance",
-                               "Tags": [{"Key": "clusterctl:cluster", "Value": cluster}, {"Key": "clusterctl:pool", "Value": pool.name}]}],
+        "TagSpecifications": [{"ResourceType": kind, "Tags": tags} for kind in ("instance", "volume", "network-interface")],
     }
     if launch_template_id:
         req["LaunchTemplate"] = {"LaunchTemplateId": launch_template_id, "Version": "$Latest"}

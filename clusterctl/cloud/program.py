@@ -50,7 +50,7 @@ class AwsCluster(pulumi.ComponentResource):
         self.bucket = (CheckpointBucket(f"{name}-checkpoints", CheckpointBucketArgs(cfg.checkpoint_bucket, tags), child)
                        if cfg.checkpoint_bucket else None)
         self.role = NodeRole(name, NodeRoleArgs(self.bucket.bucket.arn if self.bucket else None,
-                                                self.secrets.munge.arn, tags), child)
+                                                self.secrets.munge.arn, cfg.runtime.cluster_id, tags), child)
         key_name = self.secrets.key_pair.key_name if self.secrets.key_pair else None
         sgs = [self.security.efa.id]
 
@@ -94,6 +94,7 @@ class AwsCluster(pulumi.ComponentResource):
             "launch_templates": {n: p.launch_template.id for n, p in self.pools.items()},
             "placement_groups": {n: p.placement_group.name for n, p in self.pools.items() if p.placement_group},
             "instance_profile_arn": self.role.profile.arn,
+            "burst_policy_arn": self.role.burst.arn,
             "munge_parameter": cfg.munge_parameter,
             "fsx": {mp: {"dns_name": fs.filesystem.dns_name, "mount_name": fs.filesystem.mount_name}
                     for mp, fs in self.filesystems.items()},
@@ -114,8 +115,12 @@ def build(cfg: StackConfig, munge_key_b64: Input[str]) -> AwsCluster:
     return cluster
 
 
-def program_from_config() -> AwsCluster:
-    """Entry point of stacks/aws and of clusterctl's inline Automation API program."""
+def program_from_config(munge_key_b64: str | None = None) -> AwsCluster:
+    """Entry point of stacks/aws and of clusterctl's inline Automation API program.
+
+    clusterctl passes the munge key in (automation.py: the inline program runs in clusterctl's own process, so the
+    key never becomes a `pulumi config set` argument); a plain `pulumi up` reads it from the secret stack config.
+    """
     cfg = StackConfig.from_pulumi_config()
-    munge = pulumi.Config(PROJECT).require_secret("munge_key_b64")
+    munge = munge_key_b64 if munge_key_b64 is not None else pulumi.Config(PROJECT).require_secret("munge_key_b64")
     return build(cfg, Output.secret(munge))

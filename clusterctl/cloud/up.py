@@ -94,14 +94,15 @@ def _progress(console, title: str, quiet: bool, on_event: Callable | None):
 
 
 def stack_settings(plan: ClusterPlan, state: ClusterState, admin_cidr: str | None = None):
-    """The stack config of this build plus the runtime settings (admin key, munge key, admin CIDR)."""
+    """The stack config of this build plus the runtime settings (admin key, munge key, admin CIDR, cluster id)."""
+    from clusterctl.apply.secrets import ensure_cluster_id
     from clusterctl.cloud import automation
     from clusterctl.render.cloud import cloud_config
 
     _, public_key = ensure_ssh_key(state)
     return automation.StackSettings(
         cluster=plan.name, config=cloud_config(plan), backend=automation.backend_url(state, plan.pulumi_backend),
-        munge_key_b64=_munge_b64(state), ssh_public_key=public_key,
+        munge_key_b64=_munge_b64(state), cluster_id=ensure_cluster_id(state), ssh_public_key=public_key,
         admin_cidr=admin_cidr or os.environ.get(ADMIN_CIDR_ENV) or None)
 
 

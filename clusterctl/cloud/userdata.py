@@ -11,6 +11,8 @@ join-the-controller bootstrap:
 Nodes that Slurm powers up later (elastic pools) are pushed to by the controller's ResumeProgram the same way.
 
 So user-data only does what must exist before the first SSH login and what makes a node safe to join:
+IMDS reachable by root only (an iptables owner rule, as ParallelCluster's Imds.Secured: IMDS hands out the
+instance role's credentials to whoever asks, and jobs run as ordinary users),
 hostname = node name (from the instance's Name tag: one launch template per pool serves all its nodes), this node
 and the controller in /etc/hosts, the admin user's SSH key, the packages Ansible needs (python3, python3-apt),
 and the munge key. The munge key never appears in user-data (anyone with ec2:DescribeInstanceAttribute can read
@@ -22,8 +24,9 @@ from __future__ import annotations
 
 from clusterctl.cloud.config import StackConfig
 
-# Installed before Ansible: its modules need python3 (+ apt bindings); awscli fetches the munge key; munge owns it.
-PACKAGES = ("python3", "python3-apt", "sudo", "curl", "ca-certificates", "gnupg", "awscli", "munge")
+# Installed before Ansible: its modules need python3 (+ apt bindings); awscli fetches the munge key; munge owns it;
+# iptables keeps IMDS root-only (the template's clusterctl-imds-firewall unit).
+PACKAGES = ("python3", "python3-apt", "sudo", "curl", "ca-certificates", "gnupg", "awscli", "munge", "iptables")
 TEMPLATE = "cloud-init/user-data.yaml.j2"
 
 

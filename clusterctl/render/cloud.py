@@ -160,6 +160,7 @@ def render_cloud(plan: ClusterPlan) -> dict[str, str]:
         return {}
     header = (
         f"# Rendered by clusterctl for cluster {plan.name}: the Pulumi stack config (stacks/aws reads it).\n"
-        "# Set outside the build: clusterctl:munge_key_b64 (secret), clusterctl:ssh_public_key, clusterctl:admin_cidr.\n"
+        "# Set outside the build: clusterctl:cluster_id, clusterctl:munge_key_b64 (secret; plain `pulumi up` only),\n"
+        "# clusterctl:ssh_public_key, clusterctl:admin_cidr.\n"
     )
     return {layout.PULUMI_CONFIG.format(stack=plan.name): header + dump_yaml({"config": cfg}), **render_cloud_init(plan)}

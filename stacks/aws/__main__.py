@@ -2,7 +2,8 @@
 
     clusterctl render cluster.yaml --dir build && cp build/pulumi/Pulumi.<cluster>.yaml stacks/aws/
     cd stacks/aws && pulumi stack init <cluster>
-    pulumi config set --secret clusterctl:munge_key_b64 "$(base64 -w0 munge.key)"
+    pulumi config set clusterctl:cluster_id "$(cat ~/.local/state/clusterctl/<cluster>/secrets/cluster-id)"
+    base64 -w0 munge.key | pulumi config set --secret clusterctl:munge_key_b64   # from stdin, never argv
     pulumi up
 
 (README.md has the details.)

@@ -9,6 +9,7 @@ import pytest
 
 # The cloud tests' moto server and environment (endpoint, region, fake credentials), one server per session.
 from tests.cloud.conftest import aws, moto_server  # noqa: F401
+from tests.burst.harness import CLUSTER_ID
 
 HERE = Path(__file__).resolve().parent
 
@@ -89,7 +90,7 @@ def settings(tmp_path, plan_file):
     return Settings(plan=plan_file, log_file=tmp_path / "burst.log", state_dir=tmp_path / "state", kit_dir=kit,
                     slurm_dir=tmp_path / "slurm", ssh_key=tmp_path / "ssh_key", ssh_user="", munge_key=tmp_path / "munge.key",
                     imds_endpoint="http://169.254.169.254", bootstrap="off", sync_grace_seconds=300, spot_signal="USR1",
-                    spot_grace_seconds=60)
+                    spot_grace_seconds=60, cluster_id=CLUSTER_ID)
 
 
 @pytest.fixture

@@ -205,13 +205,16 @@ def az_subnets(lab_subnet: str, azs: list[str]) -> dict[str, str]:
     return {az: str(q) for az, q in zip(azs, quarters, strict=False)}
 
 
-def create_stack(ec2, plan, pool_name: str) -> CloudStack:
+CLUSTER_ID = "00c0ffee00c0ffee"  # the moto tests' cluster id (the lab passes its state's)
+
+
+def create_stack(ec2, plan, pool_name: str, cluster_id: str = CLUSTER_ID) -> CloudStack:
     from clusterctl.cloud import launch
-    from clusterctl.cloud.config import StackConfig
+    from clusterctl.cloud.config import CLUSTER_ID_TAG, StackConfig
 
     cluster = plan.name
     pool = StackConfig.from_plan(plan).pool(pool_name)
-    tags = [{"Key": CLUSTER_TAG, "Value": cluster}]
+    tags = [{"Key": CLUSTER_TAG, "Value": cluster}, {"Key": CLUSTER_ID_TAG, "Value": cluster_id}]
 
     def spec(kind, extra=()):
         return [{"ResourceType": kind, "Tags": tags + list(extra)}]

@@ -69,7 +69,9 @@ class BurstLab:
         pool = self.plan.pool(POOL)
         self.moto = harness.Moto()
         self.ec2 = harness.ec2_client(self.moto.url, pool.region)
-        self.stack = harness.create_stack(self.ec2, self.plan, POOL)
+        from clusterctl.apply.secrets import ensure_cluster_id
+
+        self.stack = harness.create_stack(self.ec2, self.plan, POOL, ensure_cluster_id(self.state))
         self.proxy = harness.FaultProxy(self.moto.url, gateway, self.stack.subnet_azs)
         self.imds = harness.FakeImds(gateway)
 
@@ -88,9 +90,10 @@ class BurstLab:
         """site.yml, burst role included, as `up` runs it; plus the settings a user gives the role (here: moto's
         endpoint behind the fault proxy, fake credentials, the fake IMDS)."""
         from clusterctl.ansible.runner import PlaybookRun, run_playbook
+        from clusterctl.apply.secrets import playbook_vars
 
         run = PlaybookRun(build_dir=self.build, ssh=self.access.ssh,
-                          extravars={"clusterctl_munge_key": str(self.munge_key),
+                          extravars={**playbook_vars(self.munge_key),
                                      "clusterctl_burst_env": self.burst_env(),
                                      "clusterctl_burst_imds_endpoint": self.imds.url})
         r = run_playbook(run)

@@ -17,7 +17,7 @@ import pytest
 
 from clusterctl.burst import actions
 from clusterctl.burst import ec2 as cloud
-from tests.burst.harness import FaultProxy
+from tests.burst.harness import CLUSTER_ID, FaultProxy
 
 AZS = ["us-west-2a", "us-west-2b", "us-west-2c"]
 
@@ -37,8 +37,14 @@ def ctx_proxy(ctx, proxy):
     return ctx
 
 
+# What the stack and resume tag this cluster's instances with: its name and its unique id.
+OURS = [{"Key": "clusterctl:cluster", "Value": "burst"}, {"Key": "clusterctl:cluster-id", "Value": CLUSTER_ID}]
+# Another stack's (or account's) cluster of the same name: other id.
+NAMESAKE = [{"Key": "clusterctl:cluster", "Value": "burst"}, {"Key": "clusterctl:cluster-id", "Value": "ffffffffffffffff"}]
+
+
 def live(ec2, cluster="burst"):
-    return cloud.cluster_instances(ec2, cluster)
+    return cloud.cluster_instances(ec2, cluster, CLUSTER_ID)
 
 
 # --- discovery and failover -------------------------------------------------------------------------------
@@ -47,7 +53,7 @@ def live(ec2, cluster="burst"):
 def test_launch_targets_follow_the_pool_az_order_and_the_stack_tags(ctx, stack):
     ec2, st = stack
     pool = ctx.plan.pool_config("cloud")
-    targets = cloud.launch_targets(ec2, "burst", pool)
+    targets = cloud.launch_targets(ec2, "burst", CLUSTER_ID, pool)
     assert [t.availability_zone for t in targets] == AZS
     assert [t.subnet_id for t in targets] == [st.subnets[az] for az in AZS]
     assert all(t.launch_template_id == st.launch_template_id for t in targets)
@@ -60,7 +66,7 @@ def test_no_stack_means_no_launch(aws):
 
     pool = StackConfig.from_plan(lab_plan()).pool("cloud")
     with pytest.raises(cloud.LaunchFailed) as e:
-        cloud.launch_targets(boto3.client("ec2", region_name="us-west-2"), "burst", pool)
+        cloud.launch_targets(boto3.client("ec2", region_name="us-west-2"), "burst", CLUSTER_ID, pool)
     assert e.value.code == "NoLaunchTemplate"
 
 
@@ -68,8 +74,8 @@ def test_capacity_error_moves_to_the_next_az(ctx_proxy, proxy, stack):
     ec2, st = stack
     proxy.failing_azs = {"us-west-2a"}
     pool = ctx_proxy.plan.pool_config("cloud")
-    targets = cloud.launch_targets(ec2, "burst", pool)
-    nodes, attempts = cloud.launch_with_failover(ctx_proxy.ec2_launch, pool, "burst", ["cloud001", "cloud002"], targets)
+    targets = cloud.launch_targets(ec2, "burst", CLUSTER_ID, pool)
+    nodes, attempts = cloud.launch_with_failover(ctx_proxy.ec2_launch, pool, "burst", CLUSTER_ID, ["cloud001", "cloud002"], targets)
     assert [(a.availability_zone, a.code) for a in attempts] == [("us-west-2a", "InsufficientInstanceCapacity"),
                                                                  ("us-west-2b", None)]
     assert {v["availability_zone"] for v in nodes.values()} == {"us-west-2b"}
@@ -85,7 +91,7 @@ def test_every_az_failing_raises_with_the_cloud_code(ctx_proxy, proxy, stack):
     proxy.failing_azs = set(AZS)
     pool = ctx_proxy.plan.pool_config("cloud")
     with pytest.raises(cloud.LaunchFailed) as e:
-        cloud.launch_with_failover(ctx_proxy.ec2_launch, pool, "burst", ["cloud001"], cloud.launch_targets(ec2, "burst", pool))
+        cloud.launch_with_failover(ctx_proxy.ec2_launch, pool, "burst", CLUSTER_ID, ["cloud001"], cloud.launch_targets(ec2, "burst", CLUSTER_ID, pool))
     assert e.value.code == "InsufficientInstanceCapacity"
     assert [a.availability_zone for a in e.value.attempts] == AZS
     assert live(ec2) == []
@@ -101,7 +107,7 @@ def test_errors_other_than_capacity_stop_at_once(ctx_proxy, proxy, stack, code):
     proxy.fail_code = code
     pool = ctx_proxy.plan.pool_config("cloud")
     with pytest.raises(cloud.LaunchFailed) as e:
-        cloud.launch_with_failover(ctx_proxy.ec2_launch, pool, "burst", ["cloud001"], cloud.launch_targets(ec2, "burst", pool))
+        cloud.launch_with_failover(ctx_proxy.ec2_launch, pool, "burst", CLUSTER_ID, ["cloud001"], cloud.launch_targets(ec2, "burst", CLUSTER_ID, pool))
     assert e.value.code == code and len(proxy.calls) == 1
 
 
@@ -124,8 +130,8 @@ def test_no_spot_capacity_anywhere_falls_back_to_on_demand(ctx_proxy, proxy, sta
     ec2, _ = stack
     proxy.failing_azs, proxy.failing_markets = set(AZS), {"spot"}
     pool = ctx_proxy.plan.pool_config("cloud")
-    nodes, attempts = cloud.launch_with_failover(ctx_proxy.ec2_launch, pool, "burst", ["cloud001", "cloud002"],
-                                                 cloud.launch_targets(ec2, "burst", pool))
+    nodes, attempts = cloud.launch_with_failover(ctx_proxy.ec2_launch, pool, "burst", CLUSTER_ID, ["cloud001", "cloud002"],
+                                                 cloud.launch_targets(ec2, "burst", CLUSTER_ID, pool))
     # Every AZ in the pool's own market first, then the fallback from the first AZ again.
     assert [(a.market, a.availability_zone, a.code) for a in attempts] == [
         ("spot", "us-west-2a", "InsufficientInstanceCapacity"), ("spot", "us-west-2b", "InsufficientInstanceCapacity"),
@@ -140,8 +146,8 @@ def test_a_spot_quota_error_goes_straight_to_the_fallback_market(ctx_proxy, prox
     ec2, _ = stack
     proxy.failing_azs, proxy.failing_markets, proxy.fail_code = set(AZS), {"spot"}, "MaxSpotInstanceCountExceeded"
     pool = ctx_proxy.plan.pool_config("cloud")
-    _, attempts = cloud.launch_with_failover(ctx_proxy.ec2_launch, pool, "burst", ["cloud001"],
-                                             cloud.launch_targets(ec2, "burst", pool))
+    _, attempts = cloud.launch_with_failover(ctx_proxy.ec2_launch, pool, "burst", CLUSTER_ID, ["cloud001"],
+                                             cloud.launch_targets(ec2, "burst", CLUSTER_ID, pool))
     # The quota is regional: the other AZs of the same market are not tried.
     assert [(a.market, a.availability_zone, a.code) for a in attempts] == [
         ("spot", "us-west-2a", "MaxSpotInstanceCountExceeded"), ("on-demand", "us-west-2a", None)]
@@ -288,7 +294,7 @@ def test_sync_terminates_strays_only_after_the_grace(ctx, stack, monkeypatch):
     # An instance of the pool with no Name (a resume that died between RunInstances and tagging) and one whose
     # Name is no node of this cluster (max shrank): both strays.
     for name in (None, "cloud099"):
-        tags = [{"Key": "clusterctl:cluster", "Value": "burst"}, {"Key": "clusterctl:pool", "Value": "cloud"}]
+        tags = [*OURS, {"Key": "clusterctl:pool", "Value": "cloud"}]
         if name:
             tags.append({"Key": "Name", "Value": name})
         ec2.run_instances(MinCount=1, MaxCount=1, LaunchTemplate={"LaunchTemplateId": st.launch_template_id},
@@ -303,7 +309,9 @@ def test_sync_terminates_strays_only_after_the_grace(ctx, stack, monkeypatch):
     _old(ctx, monkeypatch)
     old = actions.sync(ctx)
     assert len(old.terminated) == 2 and live(ec2) == []
-    assert len(live(ec2, "other")) == 1
+    others = ec2.describe_instances(Filters=[{"Name": "tag:clusterctl:cluster", "Values": ["other"]},
+                                             {"Name": "instance-state-name", "Values": ["running"]}])["Reservations"]
+    assert len(others) == 1
 
 
 def test_sync_keeps_the_instance_slurm_uses_when_there_are_two(ctx, stack):
@@ -311,7 +319,7 @@ def test_sync_keeps_the_instance_slurm_uses_when_there_are_two(ctx, stack):
     first = actions.resume(ctx, "cloud001").launched["cloud001"]
     ctx.slurm.set("cloud001", "IDLE+CLOUD", first["private_ip"])
     # A second launch for the same node (two resumes racing without tags to see each other)
-    tags = [{"Key": "clusterctl:cluster", "Value": "burst"}, {"Key": "clusterctl:pool", "Value": "cloud"},
+    tags = [*OURS, {"Key": "clusterctl:pool", "Value": "cloud"},
             {"Key": "Name", "Value": "cloud001"}]
     ec2.run_instances(MinCount=1, MaxCount=1, LaunchTemplate={"LaunchTemplateId": st.launch_template_id},
                       SubnetId=st.subnets["us-west-2b"], TagSpecifications=[{"ResourceType": "instance", "Tags": tags}])
@@ -382,20 +390,20 @@ def test_down_terminates_burst_instances_and_strays_but_nothing_else(ctx, stack)
                                  SubnetId=st.subnets["us-west-2a"],
                                  TagSpecifications=[{"ResourceType": "instance", "Tags": tags}])["Instances"][0]["InstanceId"]
 
-    ours = [{"Key": "clusterctl:cluster", "Value": "burst"}]
+    ours = list(OURS)
     stray = run(ours + [{"Key": "clusterctl:pool", "Value": "cloud"}])  # a resume that died before tagging the Name
     static = run(ours + [{"Key": "clusterctl:pool", "Value": "gpu"}, {"Key": "Name", "Value": "gpu001"}])
     other = run([{"Key": "clusterctl:cluster", "Value": "other"}, {"Key": "clusterctl:pool", "Value": "cloud"},
                  {"Key": "Name", "Value": "cloud001"}])
     said = []
-    released = release_burst_instances(ctx.plan.plan, said.append, poll_seconds=1)
+    released = release_burst_instances(ctx.plan.plan, CLUSTER_ID, said.append, poll_seconds=1)
     assert released == {"cloud001": launched["cloud001"]["instance_id"], "cloud002": launched["cloud002"]["instance_id"],
                         stray: stray}
     states = {i["InstanceId"]: i["State"]["Name"] for r in ec2.describe_instances()["Reservations"] for i in r["Instances"]}
     assert {states[i] for i in released.values()} == {"terminated"}  # waited for, not just asked
     assert states[static] == "running" and states[other] == "running"
     assert "terminating 3 burst instance(s) in us-west-2" in said[0]
-    assert release_burst_instances(ctx.plan.plan, said.append, poll_seconds=1) == {}  # safe to repeat
+    assert release_burst_instances(ctx.plan.plan, CLUSTER_ID, said.append, poll_seconds=1) == {}  # safe to repeat
 
 
 def test_down_stops_before_the_destroy_when_terminating_fails(ctx, stack, monkeypatch):
@@ -404,4 +412,53 @@ def test_down_stops_before_the_destroy_when_terminating_fails(ctx, stack, monkey
     actions.resume(ctx, "cloud001")
     monkeypatch.setattr(teardown.cloud, "terminate", lambda ec2, ids: ec2.terminate_instances(InstanceIds=["i-00000000"]))
     with pytest.raises(teardown.BurstTeardownFailed, match="the stack was not destroyed"):
-        teardown.release_burst_instances(ctx.plan.plan, poll_seconds=1)
+        teardown.release_burst_instances(ctx.plan.plan, CLUSTER_ID, poll_seconds=1)
+
+
+def test_a_namesake_clusters_instances_and_template_are_never_used_or_touched(ctx, stack):
+    """Another stack's (or account's) cluster called `burst` too, with its own id: its instances carry node names
+    of ours and its launch template our pool's tag. resume launches from our template only; sync (no grace),
+    suspend, resume-fail and down's teardown terminate nothing of it."""
+    import dataclasses
+
+    from clusterctl.burst.teardown import release_burst_instances
+
+    ec2, st = stack
+    theirs_lt = ec2.create_launch_template(
+        LaunchTemplateName="burst-cloud-lt-namesake", LaunchTemplateData={"ImageId": "ami-12c6146b"},
+        TagSpecifications=[{"ResourceType": "launch-template",
+                            "Tags": [*NAMESAKE, {"Key": "clusterctl:pool", "Value": "cloud"}]}])["LaunchTemplate"]
+    theirs = []
+    for name in ("cloud001", "cloud099", None):
+        tags = [*NAMESAKE, {"Key": "clusterctl:pool", "Value": "cloud"}] + ([{"Key": "Name", "Value": name}] if name else [])
+        theirs += [i["InstanceId"] for i in ec2.run_instances(
+            MinCount=1, MaxCount=1, ImageId="ami-12c6146b", SubnetId=st.subnets["us-west-2a"],
+            TagSpecifications=[{"ResourceType": "instance", "Tags": tags}])["Instances"]]
+
+    targets = cloud.launch_targets(ec2, "burst", CLUSTER_ID, ctx.plan.pool_config("cloud"))
+    assert {t.launch_template_id for t in targets} == {st.launch_template_id} != {theirs_lt["LaunchTemplateId"]}
+    ctx.settings = dataclasses.replace(ctx.settings, sync_grace_seconds=0)
+    ours = actions.resume(ctx, "cloud002").launched["cloud002"]["instance_id"]
+    assert {t["Key"]: t["Value"] for t in ec2.describe_tags(
+        Filters=[{"Name": "resource-id", "Values": [ours]}])["Tags"]}["clusterctl:cluster-id"] == CLUSTER_ID
+
+    actions.sync(ctx)  # cloud001 has no Slurm state here and cloud099 is no node: ours would both go
+    actions.suspend(ctx, "cloud001")
+    actions.resume_fail(ctx, "cloud001")
+    release_burst_instances(ctx.plan.plan, CLUSTER_ID, poll_seconds=1)
+
+    states = {i["InstanceId"]: i["State"]["Name"] for r in ec2.describe_instances()["Reservations"] for i in r["Instances"]}
+    assert [states[i] for i in theirs] == ["running"] * 3
+    assert states[ours] == "terminated"  # the same calls did act on our own instance
+
+
+def test_burst_refuses_to_run_without_a_cluster_id(settings, fake_slurm, stack):
+    import dataclasses
+    import logging
+
+    from clusterctl.errors import ClusterctlError
+
+    with pytest.raises(ClusterctlError, match="CLUSTERCTL_BURST_CLUSTER_ID"):
+        actions.Context.create(dataclasses.replace(settings, cluster_id=""), logging.getLogger("t"), slurm=fake_slurm)
+    with pytest.raises(ClusterctlError, match="no cluster id"):
+        cloud.cluster_instances(stack[0], "burst", "")

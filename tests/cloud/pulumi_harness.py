@@ -14,6 +14,7 @@ import pulumi
 
 AMI = "ami-0123456789abcdef0"
 MUNGE_B64 = base64.b64encode(b"k" * 1024).decode()
+CLUSTER_ID = "0123456789abcdef"  # what apply/secrets.ensure_cluster_id() makes
 SSH_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIB0testkey clusterctl-test"
 
 
@@ -97,5 +98,9 @@ def run_spec(spec, runtime=None):
     from clusterctl.cloud.program import build
     from clusterctl.compile import compile_plan
 
-    cfg = StackConfig.from_plan(compile_plan(spec), runtime or Runtime(SSH_KEY, None))
+    import dataclasses
+
+    runtime = runtime or Runtime(SSH_KEY, None)
+    runtime = dataclasses.replace(runtime, cluster_id=runtime.cluster_id or CLUSTER_ID)
+    cfg = StackConfig.from_plan(compile_plan(spec), runtime)
     return cfg, run_program(lambda: build(cfg, MUNGE_B64))

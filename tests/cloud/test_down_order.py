@@ -47,7 +47,7 @@ def recorded(monkeypatch):
     monkeypatch.setattr(down_mod, "run_playbook", playbook)
     monkeypatch.setattr(down_mod, "print_recap", lambda console, r: None)
     monkeypatch.setattr(teardown, "release_burst_instances",
-                        lambda plan, log: calls.append(f"release:{plan.name}") or {"p5b001": "i-1"})
+                        lambda plan, cluster_id, log: calls.append(f"release:{plan.name}") or {"p5b001": "i-1"})
     monkeypatch.setattr(cloud_up_mod, "cloud_down", lambda plan, state, **kw: calls.append("destroy") or {"delete": 40})
     return calls
 
@@ -68,7 +68,7 @@ def test_slurm_stopped_then_burst_instances_then_the_stack(recorded):
 
 
 def test_a_failed_termination_leaves_the_stack(recorded, monkeypatch):
-    def fail(plan, log):
+    def fail(plan, cluster_id, log):
         raise teardown.BurstTeardownFailed("could not terminate ...; the stack was not destroyed")
 
     monkeypatch.setattr(teardown, "release_burst_instances", fail)

@@ -14,6 +14,8 @@ from clusterctl.cloud.config import StackConfig
 from clusterctl.compile import compile_plan
 from tests.helpers import edited, load_dict
 
+ID = "0123456789abcdef"  # the cluster id (apply/secrets.ensure_cluster_id)
+
 
 def pool_config(edit=None):
     loaded = load_dict(edited("aws-p5-spot.yaml", edit or (lambda d: None)))
@@ -48,7 +50,8 @@ def test_spot_nodes_launch_from_the_pool_template_and_terminate(aws):
     assert stored["InstanceMarketOptions"]["MarketType"] == "spot"
 
     names = list(pool.static_nodes[:3])
-    nodes = launch.launch_nodes(ec2, pool, cfg.cluster, names, subnet_id=subnet, security_group_ids=[sg],
+    nodes = launch.launch_nodes(ec2, pool, cfg.cluster, names, cluster_id=ID,
+        subnet_id=subnet, security_group_ids=[sg],
                                 launch_template_id=lt_id)
     assert sorted(nodes) == names
     ids = [n["instance_id"] for n in nodes.values()]
@@ -73,9 +76,11 @@ def test_on_demand_nodes_launch_without_a_template(aws):
     ec2 = boto3.client("ec2")
     cfg, pool = pool_config(lambda d: d["pools"][0].update(market="on-demand", count=2, availability_zones=["us-east-1a"]))
     subnet, sg, image = network(ec2, cfg)
-    req = launch.run_instances_request(pool, cfg.cluster, 2, subnet_id=subnet, security_group_ids=[sg], image_id=image)
+    req = launch.run_instances_request(pool, cfg.cluster, 2, cluster_id=ID,
+        subnet_id=subnet, security_group_ids=[sg], image_id=image)
     assert req["MinCount"] == req["MaxCount"] == 2 and "InstanceMarketOptions" not in req
-    nodes = launch.launch_nodes(ec2, pool, cfg.cluster, ["p5001", "p5002"], subnet_id=subnet, security_group_ids=[sg],
+    nodes = launch.launch_nodes(ec2, pool, cfg.cluster, ["p5001", "p5002"], cluster_id=ID,
+        subnet_id=subnet, security_group_ids=[sg],
                                 image_id=image)
     insts = [i for r in ec2.describe_instances(InstanceIds=[n["instance_id"] for n in nodes.values()])["Reservations"]
              for i in r["Instances"]]
@@ -86,17 +91,21 @@ def test_on_demand_nodes_launch_without_a_template(aws):
 
 def test_run_instances_request_markets():
     _, spot = pool_config()
-    req = launch.run_instances_request(spot, "c", 4, subnet_id="subnet-1", security_group_ids=["sg-1"],
-                                       launch_template_id="lt-1", placement_group="pg-1")
+    req = launch.run_instances_request(spot, "c", 4, cluster_id=ID, subnet_id="subnet-1",
+                                       security_group_ids=["sg-1"], launch_template_id="lt-1", placement_group="pg-1")
     assert req["InstanceMarketOptions"] == {"MarketType": "spot", "SpotOptions": {"SpotInstanceType": "one-time",
                                                                                  "InstanceInterruptionBehavior": "terminate"}}
     assert req["Placement"] == {"GroupName": "pg-1"} and req["LaunchTemplate"]["LaunchTemplateId"] == "lt-1"
     assert len(req["NetworkInterfaces"]) == 33
     assert req["NetworkInterfaces"][0]["AssociatePublicIpAddress"] is False
     assert all("AssociatePublicIpAddress" not in e for e in req["NetworkInterfaces"][1:])
+    # the burst IAM policy allows RunInstances only with the id in the request's tags (instance, disks, ENIs)
+    assert {t["ResourceType"]: {x["Key"]: x["Value"] for x in t["Tags"]}["clusterctl:cluster-id"]
+            for t in req["TagSpecifications"]} == dict.fromkeys(("instance", "volume", "network-interface"), ID)
 
     _, block = pool_config(lambda d: d["pools"][0].update(market="capacity-block", capacity_reservation_id="cr-0123456789abcdef0",
                                                           availability_zones=["us-east-1a"], count=2))
-    req = launch.run_instances_request(block, "c", 2, subnet_id="subnet-1", security_group_ids=["sg-1"], launch_template_id="lt-1")
+    req = launch.run_instances_request(block, "c", 2, cluster_id=ID, subnet_id="subnet-1",
+                                       security_group_ids=["sg-1"], launch_template_id="lt-1")
     assert req["InstanceMarketOptions"] == {"MarketType": "capacity-block"}
     assert req["CapacityReservationSpecification"] == {"CapacityReservationTarget": {"CapacityReservationId": "cr-0123456789abcdef0"}}

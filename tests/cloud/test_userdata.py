@@ -63,7 +63,7 @@ def test_bootstrap_script_parses_and_holds_no_secret(text, tmp_path):
     assert r.returncode == 0, r.stderr
     assert "--with-decryption" in script and "ssm get-parameter" in script
     assert not re.search(r"[A-Za-z0-9+/]{200,}", text)  # no key material inlined
-    assert doc["runcmd"] == [["/usr/local/sbin/clusterctl-bootstrap"]]
+    assert doc["runcmd"][-1] == ["/usr/local/sbin/clusterctl-bootstrap"]
     assert {"python3", "python3-apt", "munge", "awscli"} <= set(doc["packages"])
     assert doc["preserve_hostname"] is True and doc["ssh_pwauth"] is False
 
@@ -116,3 +116,44 @@ def test_validate_and_help_do_not_import_pulumi_or_boto3():
 
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert "HEAVY []" in r.stdout, r.stdout + r.stderr
+
+
+IMDS_RULE = "-d 169.254.169.254/32 -m owner ! --uid-owner 0 -j REJECT"
+
+
+@pytest.mark.parametrize("text", user_data_files())
+def test_imds_is_root_only_from_early_boot_and_after_reboot(text):
+    doc = yaml.safe_load(text)
+    assert "iptables" in doc["packages"]
+    # earliest hook cloud-init has (before packages and write_files): the rule if the image has iptables
+    first = doc["bootcmd"][0]
+    assert first[:2] == ["sh", "-c"] and f"iptables -I OUTPUT 1 {IMDS_RULE}" in first[2]
+    files = {f["path"]: f for f in doc["write_files"]}
+    script = files["/usr/local/sbin/clusterctl-imds-firewall"]
+    assert script["owner"] == "root:root" and f"iptables -C OUTPUT {IMDS_RULE}" in script["content"]
+    unit = files["/etc/systemd/system/clusterctl-imds-firewall.service"]["content"]
+    # every later boot: before the network is up
+    for line in ("Before=network-pre.target", "ExecStart=/usr/local/sbin/clusterctl-imds-firewall", "WantedBy=sysinit.target"):
+        assert line in unit.splitlines()
+    # enabled (and applied) before the bootstrap fetches the munge key with the role's credentials
+    assert doc["runcmd"][:2] == [["systemctl", "enable", "--now", "clusterctl-imds-firewall.service"],
+                                 ["/usr/local/sbin/clusterctl-bootstrap"]]
+
+
+def test_imds_firewall_script_inserts_the_rule_once(tmp_path):
+    """The script with a recording `iptables` stand-in: -C fails the first time (rule absent), then succeeds."""
+    cfg = StackConfig.from_plan(compile_plan(load_valid(example("aws-p5-spot.yaml"))))
+    doc = yaml.safe_load(render_user_data(cfg, "p5"))
+    script = tmp_path / "fw"
+    script.write_text(next(f["content"] for f in doc["write_files"] if f["path"].endswith("clusterctl-imds-firewall")))
+    fake = tmp_path / "bin" / "iptables"
+    fake.parent.mkdir()
+    fake.write_text(f'#!/bin/sh\necho "$*" >> {tmp_path}/calls\n'
+                    f'[ "$1" = -C ] && grep -q -- "^-I OUTPUT 1 {IMDS_RULE}$" {tmp_path}/calls && exit 0\n'
+                    '[ "$1" = -C ] && exit 1\nexit 0\n')
+    fake.chmod(0o755)
+    env = {"PATH": f"{fake.parent}:/usr/bin:/bin"}
+    for _ in range(2):
+        subprocess.run(["sh", str(script)], env=env, check=True)
+    calls = (tmp_path / "calls").read_text().splitlines()
+    assert calls == [f"-C OUTPUT {IMDS_RULE}", f"-I OUTPUT 1 {IMDS_RULE}", f"-C OUTPUT {IMDS_RULE}"]
