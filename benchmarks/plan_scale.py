@@ -104,15 +104,15 @@ def main() -> None:
     for n in sizes:
         data = spec_dict(n)
         text = to_yaml(data)
-        times, loaded = _timed(lambda: load_text(text), args.runs)
+        times, loaded = _timed(lambda text=text: load_text(text), args.runs)
         assert loaded.ok, [f.message for f in loaded.errors][:3]
         rows = [("validate", times)]
-        times, (_, old_build) = _timed(lambda: render_spec(loaded.spec), args.runs)
+        times, (_, old_build) = _timed(lambda spec=loaded.spec: render_spec(spec), args.runs)
         rows.append(("render", times))
         for name, edited in edits(data).items():
             spec = ClusterSpec.model_validate(edited)
 
-            def plan(spec=spec):
+            def plan(spec=spec, old_build=old_build):
                 _, new_build = render_spec(spec)
                 return build_report("bench", old_build, new_build)
 

@@ -85,4 +85,4 @@ def test_the_program_refuses_a_stack_without_a_cluster_id():
 
     cfg = StackConfig.from_plan(compile_plan(spec_of("aws-p5-spot.yaml")), Runtime())
     with pytest.raises(ValueError, match="no cluster id"):
-        cfg.tags
+        _ = cfg.tags
