@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import difflib
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 
+from clusterctl.diff.linediff import unified
 from clusterctl.render import layout
 
 # Bookkeeping files: their changes are the sum of the others', so the report leaves them out.
@@ -46,14 +47,13 @@ class FileDiff:
 
 
 def changed_lines(old: str | None, new: str | None) -> tuple[set[str], set[str]]:
-    """(removed, added) line sets between two texts."""
-    o, n = (old or "").splitlines(), (new or "").splitlines()
-    removed, added = set(), set()
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, o, n, autojunk=False).get_opcodes():
-        if tag != "equal":
-            removed.update(o[i1:i2])
-            added.update(n[j1:j2])
-    return removed, added
+    """(removed, added) line sets between two texts: the lines whose number of occurrences went down (removed) or up
+    (added). Linear in the texts' size (a multiset difference, not a sequence alignment): attribution only asks which
+    lines a change produces, and a line that merely moved was produced by no change."""
+    if old == new:
+        return set(), set()
+    o, n = Counter((old or "").splitlines()), Counter((new or "").splitlines())
+    return set(o - n), set(n - o)
 
 
 def diff_builds(old: dict[str, str], new: dict[str, str], context: int = 1) -> list[FileDiff]:
@@ -62,13 +62,9 @@ def diff_builds(old: dict[str, str], new: dict[str, str], context: int = 1) -> l
         if path in META_FILES or old.get(path) == new.get(path):
             continue
         status = "added" if path not in old else "removed" if path not in new else "modified"
-        lines = difflib.unified_diff(
-            (old.get(path) or "").splitlines(), (new.get(path) or "").splitlines(), lineterm="", n=context
-        )
+        lines = unified((old.get(path) or "").splitlines(), (new.get(path) or "").splitlines(), context)
         hunks: list[Hunk] = []
         for ln in lines:
-            if ln.startswith(("---", "+++")) and not hunks:
-                continue
             if _HUNK.match(ln):
                 hunks.append(Hunk(ln, []))
             elif hunks:
