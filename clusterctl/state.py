@@ -58,6 +58,12 @@ class ClusterState:
 
         return held(self.lock_path, self.cluster, what)
 
+    def lock_holder(self) -> dict | None:
+        """Who holds the lock now; None when it is free."""
+        from clusterctl.lock import holder
+
+        return holder(self.lock_path)
+
     def break_lock(self) -> dict | None:
         from clusterctl.lock import break_lock
 
