@@ -49,6 +49,11 @@ class ClusterState:
         shutil.rmtree(self.applied_dir, ignore_errors=True)
 
     @property
+    def known_hosts_path(self) -> Path:
+        """Host keys of the cluster's hosts that the spec does not pin, recorded on first contact."""
+        return self.dir / "known_hosts"
+
+    @property
     def lock_path(self) -> Path:
         return self.dir / "lock"
 
