@@ -26,6 +26,8 @@ app = typer.Typer(
 _state = {"debug": False}
 
 SpecArg = typer.Argument(..., help="Cluster spec (cluster.yaml).", exists=False, metavar="SPEC")
+BreakLockOpt = typer.Option(False, "--break-lock", help="Clear what a killed run left in the lock file first "
+                            "(the lock itself is freed when a run ends; a running one is never displaced).")
 
 
 class Format(str, Enum):
@@ -243,7 +245,7 @@ def up(
     spec: Path = SpecArg,
     output: Output = typer.Option(Output.text, "--output", "-o", help="json: no live view, one JSON report on stdout."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Make the previewed cloud changes without asking (pipelines)."),
-    break_lock: bool = typer.Option(False, "--break-lock", help="Remove another run's lock first (make sure it is gone)."),
+    break_lock: bool = BreakLockOpt,
 ) -> None:
     """Bring the cluster to the spec: cloud resources (AWS: preflight, preview, confirm), then lab nodes or hosts
     converged with Ansible, then a smoke job.
@@ -273,7 +275,7 @@ def up(
 def down(
     spec: Path = SpecArg,
     force: bool = typer.Option(False, "--force", help="Go ahead even while jobs run (they are killed)."),
-    break_lock: bool = typer.Option(False, "--break-lock", help="Remove another run's lock first (make sure it is gone)."),
+    break_lock: bool = BreakLockOpt,
     output: Output = typer.Option(Output.text, "--output", "-o"),
 ) -> None:
     """Take the cluster down: lab nodes removed completely; owned hosts drained and the daemons clusterctl started
@@ -313,7 +315,7 @@ def apply(
     plan_file: Optional[Path] = typer.Option(None, "--plan", help="The reviewed plan (`plan --out`): refused if stale."),
     allow_replace: bool = typer.Option(False, "--allow-replace", help="Allow changes that replace nodes or resources."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Make the previewed cloud changes without asking."),
-    break_lock: bool = typer.Option(False, "--break-lock", help="Remove another run's lock first (make sure it is gone)."),
+    break_lock: bool = BreakLockOpt,
     output: Output = typer.Option(Output.text, "--output", "-o"),
 ) -> None:
     """Apply a spec change as planned: stale plans, forbidden changes and unallowed replacements are refused;
@@ -391,8 +393,9 @@ def _maybe_break_lock(cluster: str, break_lock: bool, out) -> None:
     from clusterctl.lock import describe
     from clusterctl.state import ClusterState
 
-    holder = ClusterState(cluster).break_lock()
-    out.print(f"lock removed (was held by {describe(holder)})" if holder else "no lock was held", markup=False)
+    holder = ClusterState(cluster).break_lock()  # refuses (LockedError) while a live run holds the lock
+    out.print(f"cleared the lock info left by {describe(holder)}, which is gone" if holder else "no lock was held",
+              markup=False)
 
 
 from clusterctl.economics.commands import register as _register_economics  # noqa: E402

@@ -1,17 +1,24 @@
 """The apply lock: one `up`/`apply`/`down` per cluster at a time, also across machines sharing the state directory.
 
-A lock file created with O_EXCL holds who has it (command, user, host, pid, since). A holder on this host whose
-process is gone (a killed run) is stale and taken over automatically; a holder on another host can only be removed
-with --break-lock, after making sure that run is really gone.
+An flock(2) on a lock file that is never deleted. The kernel holds it for the holder's open file and drops it when
+that process ends however it ends (a kill, a crash), so a dead holder's lock is free with no takeover step, and a
+live holder's lock can never be taken: there is no unlink-then-create window in which two runs both win. (On NFS,
+Linux maps flock to byte-range locks the server arbitrates, so this also holds across machines.)
+
+Who holds it (command, user, host, pid, since, id) is written into the file while held, for the messages only; it
+decides nothing. A dead holder's info stays behind until the next run overwrites it or --break-lock clears it.
 """
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import getpass
 import json
 import os
 import socket
 import time
+import uuid
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -22,70 +29,88 @@ class LockedError(ClusterctlError):
     pass
 
 
-def _holder(path: Path) -> dict | None:
-    try:
-        return json.loads(path.read_text() or "{}")
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError):
-        return {}
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a zombie is dead for our purposes
-        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return True
-
-
-def _stale(holder: dict) -> bool:
-    return holder.get("host") == socket.gethostname() and isinstance(holder.get("pid"), int) and not _alive(holder["pid"])
-
-
 def describe(holder: dict) -> str:
     if not holder:
-        return "an unreadable lock"
+        return "a run that is just starting or ending"
     return (f"`clusterctl {holder.get('command', '?')}` by {holder.get('user', '?')}@{holder.get('host', '?')} "
             f"(pid {holder.get('pid', '?')}) since {holder.get('since', '?')}")
 
 
+def _read(fd: int) -> dict:
+    try:
+        return json.loads(os.pread(fd, 65536, 0) or b"{}")
+    except (OSError, ValueError):
+        return {}
+
+
+def _write(fd: int, info: dict) -> None:
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, json.dumps(info).encode(), 0)
+
+
+def _open(path: Path) -> int:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+
+
+def _try_flock(fd: int, path: Path) -> bool:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        return False
+    except OSError as e:  # e.g. a file system without locks: refuse rather than run unlocked
+        if e.errno in (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS):
+            raise LockedError(f"cannot lock {path}: {e.strerror}; put the state directory on a local disk or NFS") from None
+        raise
+
+
 @contextmanager
 def held(path: Path, cluster: str, command: str):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    me = {"command": command, "user": getpass.getuser(), "host": socket.gethostname(), "pid": os.getpid(),
-          "since": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-    for _ in range(2):
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-            break
-        except FileExistsError:
-            holder = _holder(path)
-            if holder is None:
-                continue  # released between our open and read: try again
-            if _stale(holder):
-                path.unlink(missing_ok=True)  # its process is gone: a killed run on this machine
-                continue
-            raise LockedError(f"cluster {cluster} is locked by {describe(holder)}; wait for it to finish, or if that "
-                              "run is gone, pass --break-lock") from None
-    else:
-        raise LockedError(f"cluster {cluster}: could not take the lock at {path}")
-    with os.fdopen(fd, "w") as f:
-        json.dump(me, f)
+    fd = _open(path)
     try:
-        yield
+        if not _try_flock(fd, path):
+            raise LockedError(f"cluster {cluster} is locked by {describe(_read(fd))}; wait for it to finish "
+                              "(the lock is freed by itself once that run ends, even if it is killed)")
+        me = {"command": command, "user": getpass.getuser(), "host": socket.gethostname(), "pid": os.getpid(),
+              "since": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "id": uuid.uuid4().hex}
+        _write(fd, me)
+        try:
+            yield me
+        finally:
+            os.ftruncate(fd, 0)  # the holder info goes before the lock does
     finally:
-        if _holder(path) == me:  # only remove our own lock (it may have been broken and retaken)
-            path.unlink(missing_ok=True)
+        os.close(fd)  # releases the flock
+
+
+def holder(path: Path) -> dict | None:
+    """Who holds the lock now, None when it is free (only a live process can hold it)."""
+    if not path.exists():
+        return None
+    fd = _open(path)
+    try:
+        if _try_flock(fd, path):
+            return None
+        return _read(fd)
+    finally:
+        os.close(fd)
 
 
 def break_lock(path: Path) -> dict | None:
-    """Remove the lock whoever holds it; returns who held it."""
-    holder = _holder(path)
-    path.unlink(missing_ok=True)
-    return holder
+    """Clear what a dead run left in the lock file; returns that info (None when there was none).
+
+    The lock itself needs no breaking (it ended with its process); a live holder is never displaced: refused."""
+    if not path.exists():
+        return None
+    fd = _open(path)
+    try:
+        if not _try_flock(fd, path):
+            who = _read(fd)
+            raise LockedError(f"the lock is held by {describe(who)}, which is still running; --break-lock never "
+                              f"takes a lock from a live run: wait for it, or stop it first"
+                              + (f" (kill {who['pid']} on {who['host']})" if who.get("pid") else ""))
+        left = _read(fd)
+        os.ftruncate(fd, 0)
+        return left or None
+    finally:
+        os.close(fd)

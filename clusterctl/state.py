@@ -49,6 +49,11 @@ class ClusterState:
         shutil.rmtree(self.applied_dir, ignore_errors=True)
 
     @property
+    def known_hosts_path(self) -> Path:
+        """Host keys of the cluster's hosts that the spec does not pin, recorded on first contact."""
+        return self.dir / "known_hosts"
+
+    @property
     def lock_path(self) -> Path:
         return self.dir / "lock"
 
@@ -57,6 +62,12 @@ class ClusterState:
         from clusterctl.lock import held
 
         return held(self.lock_path, self.cluster, what)
+
+    def lock_holder(self) -> dict | None:
+        """Who holds the lock now; None when it is free."""
+        from clusterctl.lock import holder
+
+        return holder(self.lock_path)
 
     def break_lock(self) -> dict | None:
         from clusterctl.lock import break_lock

@@ -54,3 +54,15 @@ def wait_for(predicate, timeout: float, interval: float = 3.0, what: str | None 
     if what is not None:
         raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r})")
     return last
+
+
+def clusterctl(*args, env, check=True, timeout=1800):
+    """Run the CLI as a user would (a separate process with its own environment)."""
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "clusterctl", *map(str, args)], capture_output=True, text=True, env=env,
+                       timeout=timeout)
+    if check and r.returncode != 0:
+        raise AssertionError(f"clusterctl {args} -> {r.returncode}\n{r.stdout[-4000:]}\n{r.stderr[-4000:]}")
+    return r

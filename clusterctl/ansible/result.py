@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from clusterctl import hostkeys
+
 RECAP_KEYS = ("ok", "changed", "failures", "dark", "skipped", "rescued", "ignored")
 
 
@@ -13,6 +15,7 @@ class Failure:
     task: str
     message: str
     unreachable: bool = False
+    host_key: str | None = None  # the host key check failed: clusterctl.hostkeys' explanation
 
 
 @dataclass
@@ -69,9 +72,12 @@ def apply_event(result: RunResult, event: dict) -> None:
     elif kind == "runner_on_failed" and not data.get("ignore_errors"):
         result.failures.append(Failure(data.get("host", "?"), data.get("task", "?"), failure_message(data.get("res", {}))))
     elif kind == "runner_on_unreachable":
-        result.failures.append(
-            Failure(data.get("host", "?"), data.get("task", "?"), failure_message(data.get("res", {})), unreachable=True)
-        )
+        res = data.get("res", {}) or {}
+        host = data.get("host", "?")
+        # The whole message: ssh's banner is long and failure_message() keeps only its start.
+        key = hostkeys.problem(host, str(res.get("msg", "")))
+        result.failures.append(Failure(host, data.get("task", "?"), failure_message(res), unreachable=True,
+                                       host_key=str(key) if key else None))
     elif kind == "playbook_on_stats":
         hosts = set()
         for key in RECAP_KEYS:

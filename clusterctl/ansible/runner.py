@@ -12,6 +12,7 @@ from typing import Callable
 from clusterctl.ansible.result import RunResult, apply_event
 from clusterctl.ansible.settings import SshOptions, ansible_env
 from clusterctl.errors import ClusterctlError
+from clusterctl.hostkeys import HostKeyError
 from clusterctl.render import layout
 from clusterctl.resources import resource_dir
 
@@ -97,6 +98,9 @@ def run_playbook(run: PlaybookRun, on_event: Callable[[dict], None] | None = Non
         raise AnsibleError(f"ansible-runner could not run {playbook.name}: {e}") from e
     result.status = r.status
     result.rc = r.rc
+    refused = [f.host_key for f in result.failures if f.host_key]
+    if refused:  # playbooks/hostkeys.yml ended the run for every host before any change
+        raise HostKeyError("\n".join(sorted(set(refused))))
     if r.status != "successful" and not result.failures and not result.recap:
         tail = (r.stdout.read()[-2000:] if hasattr(r.stdout, "read") else "").strip()
         raise AnsibleError(f"ansible-playbook {playbook.name} ended with status {r.status} (rc={r.rc}) before any task ran:\n{tail}")

@@ -8,6 +8,7 @@ put+exec), forks sized to the cluster, SSH ControlPersist (one TCP+auth per host
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,32 +17,26 @@ from pathlib import Path
 @dataclass(frozen=True)
 class SshOptions:
     private_key: Path | None = None
-    known_hosts: Path | None = None  # strict host key checking against this file when given
-    # Cloud instances are new on every launch: their first key is recorded (accept-new), later changes refused.
-    accept_new: bool = False
+    known_hosts: Path | None = None  # where the keys of hosts the spec does not pin are recorded and checked
+    config: Path | None = None  # `ssh -F` file from clusterctl.hostkeys: the host key policy, host by host
 
     @property
-    def host_key_args(self) -> list[str]:
-        if not self.known_hosts:
-            return []
-        return ["-o", f"UserKnownHostsFile={self.known_hosts}",
-                "-o", f"StrictHostKeyChecking={'accept-new' if self.accept_new else 'yes'}"]
+    def config_args(self) -> list[str]:
+        return ["-F", str(self.config)] if self.config else []
 
 
 def ansible_env(hosts: int, fact_cache: Path, ssh: SshOptions, fast: bool = True) -> dict[str, str]:
-    ssh_args = []
-    if fast:
-        ssh_args += ["-o ControlMaster=auto", "-o ControlPersist=120s"]
-    else:
-        ssh_args += ["-o ControlMaster=no"]
-    args = ssh.host_key_args
-    ssh_args += [f"{args[i]} {args[i + 1]}" for i in range(0, len(args), 2)]
+    ssh_args = ["-o", "ControlMaster=auto", "-o", "ControlPersist=120s"] if fast else ["-o", "ControlMaster=no"]
+    # Host key options live in the -F file, not here: Ansible puts these args first and ssh keeps the first value
+    # of an option, so an -o here would override the spec's pinned known_hosts_file (in ssh_common_args).
+    ssh_args += ssh.config_args
     env = {
         # ansible-playbook lives next to the interpreter running clusterctl (venv, pyenv or system).
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
         "ANSIBLE_PYTHON_INTERPRETER": "auto_silent",
-        "ANSIBLE_HOST_KEY_CHECKING": "True" if ssh.known_hosts else "False",
-        "ANSIBLE_SSH_ARGS": " ".join(ssh_args),
+        # Never False: Ansible would then add StrictHostKeyChecking=no ahead of every other host key option.
+        "ANSIBLE_HOST_KEY_CHECKING": "True",
+        "ANSIBLE_SSH_ARGS": shlex.join(ssh_args),
         "ANSIBLE_RETRY_FILES_ENABLED": "False",
         "ANSIBLE_NOCOWS": "1",
         "ANSIBLE_DEPRECATION_WARNINGS": "False",

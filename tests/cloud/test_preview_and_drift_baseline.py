@@ -40,7 +40,7 @@ def test_plan_previews_its_own_config_and_releases_the_lock(engine):
     report = cloud_up_mod.cloud_preview(plan, state)
     assert report["checked"] and report["changes"] == {"update": 1}
     assert len(pools_config(engine[0])[0]["static_nodes"]) == 17
-    assert not state.lock_path.exists()
+    assert state.lock_holder() is None
 
 
 def test_plan_does_not_preview_while_an_apply_holds_the_lock(engine):

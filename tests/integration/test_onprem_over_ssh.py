@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -18,6 +17,7 @@ import pytest
 
 from clusterctl.local import Lab, LabNode, LabSpec
 from clusterctl.apply.lab import cache_dir
+from tests.helpers import clusterctl
 
 pytestmark = [
     pytest.mark.integration,
@@ -75,14 +75,6 @@ def owned(tmp_path_factory):
     env = dict(os.environ, CLUSTERCTL_STATE_DIR=str(state / "clusterctl"))
     yield lab, spec, env
     lab.down()
-
-
-def clusterctl(*args, env, check=True):
-    r = subprocess.run([sys.executable, "-m", "clusterctl", *map(str, args)], capture_output=True, text=True, env=env,
-                       timeout=1800)
-    if check and r.returncode != 0:
-        raise AssertionError(f"clusterctl {args} -> {r.returncode}\n{r.stdout[-4000:]}\n{r.stderr[-4000:]}")
-    return r
 
 
 def on(lab, node, command):
