@@ -1,7 +1,7 @@
 """Hybrid burst figures: the resume program's own latency, and sbatch -> job start on burst nodes in the lab
 simulation (tests/burst/labcluster.py: a lab Slurm cluster, moto as EC2, a lab node booted per instance).
 
-1. Resume program latency against moto (no lab, no root): `clusterctl.burst.actions.resume` for N nodes of the
+1. Resume program latency against moto (no lab, no root): `clusterctl.engines.aws.burst.actions.resume` for N nodes of the
    p5 pool (tag queries, launch-template lookup, one all-or-nothing RunInstances, Name tags, NodeAddr updates on a
    stand-in Slurm), with and without a capacity failover (first AZ answers InsufficientInstanceCapacity).
 2. The lab (root; ~4 min): sbatch -p burst -N1, then -N2, on a cluster whose cloud nodes are all powered down;
@@ -43,9 +43,9 @@ class _Slurm:
 def resume_latency(rounds: int) -> None:
     import boto3
 
-    from clusterctl.burst import actions, ec2 as cloud
-    from clusterctl.burst.plan import BurstPlan
-    from clusterctl.burst.settings import Settings
+    from clusterctl.engines.aws.burst import actions, ec2 as cloud
+    from clusterctl.engines.aws.burst.plan import BurstPlan
+    from clusterctl.engines.aws.burst.settings import Settings
     from clusterctl.compile import compile_plan
     from clusterctl.render import to_json
     from clusterctl.validate import load_valid
@@ -110,7 +110,7 @@ LAB_ROUNDS = (["cloud001"], ["cloud002", "cloud003"])
 
 
 def lab_figures() -> None:
-    from clusterctl import hostlist
+    from clusterctl.core import hostlist
     from tests.burst.labcluster import BurstLab
     from tests.helpers import wait_for
 

@@ -21,9 +21,9 @@ ROOT = Path(__file__).resolve().parents[1]
 def one_lab(fast: bool, rounds: int) -> tuple[float, list[float]]:
     from rich.console import Console
 
-    from clusterctl.apply.access import access_for
-    from clusterctl.apply.secrets import ensure_munge_key
-    from clusterctl.apply.up import converge
+    from clusterctl.ops.access import access_for
+    from clusterctl.state.secrets import ensure_munge_key
+    from clusterctl.ops.up import converge
     from clusterctl.render import render_spec
     from clusterctl.render.write import write_build
     from clusterctl.state import ClusterState

@@ -127,7 +127,7 @@ def test_cloud_confirmation_shows_the_preview_and_the_hourly_cost():
     from rich.console import Console
 
     from clusterctl.cli import _confirm_cloud
-    from clusterctl.cloud.automation import Preview
+    from clusterctl.engines.aws.automation import Preview
     from clusterctl.economics.cost import estimate_cost
     from clusterctl.validate import load_valid
 

@@ -2,7 +2,7 @@ import base64
 import hashlib
 import hmac
 
-from clusterctl import hostkeys
+from clusterctl.engines.ssh import hostkeys
 
 # OpenSSH 9.2's stderr when a recorded key changed (StrictHostKeyChecking yes or accept-new).
 CHANGED = """@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from clusterctl.lock import LockedError
+from clusterctl.state.lock import LockedError
 from clusterctl.state import ClusterState
 
 FORK = multiprocessing.get_context("fork")

@@ -1,7 +1,7 @@
 import shlex
 
 from clusterctl.compile.model import SshTarget
-from clusterctl.sshargs import common_args_string, option_args
+from clusterctl.render.sshargs import common_args_string, option_args
 
 
 def test_plain_jump_host_uses_proxyjump():
@@ -29,10 +29,10 @@ def test_ansible_string_leaves_the_key_to_ansible():
 
 import subprocess  # noqa: E402
 
-from clusterctl import hostkeys  # noqa: E402
-from clusterctl.ansible.settings import SshOptions  # noqa: E402
+from clusterctl.engines.ssh import hostkeys  # noqa: E402
+from clusterctl.engines.ansible.settings import SshOptions  # noqa: E402
 from clusterctl.compile.model import Node  # noqa: E402
-from clusterctl.remote import Remote  # noqa: E402
+from clusterctl.engines.ssh.remote import Remote  # noqa: E402
 
 
 def resolved(argv: list[str]) -> dict[str, str]:

@@ -16,11 +16,11 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from clusterctl import hostlist
+from clusterctl.core import hostlist
 from clusterctl.catalog.fabrics import ETHERNET_GPU_LIMIT
 from clusterctl.catalog.gpus import GPUS, GpuModel
 from clusterctl.catalog.instances import INSTANCE_TYPES
-from clusterctl.errors import ClusterctlError
+from clusterctl.core.errors import ClusterctlError
 
 STATE_BYTES_PER_PARAM = {
     "bf16 weights": 2,

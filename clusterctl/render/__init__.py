@@ -10,8 +10,8 @@ from clusterctl.compile import compile_plan
 from clusterctl.compile.model import ClusterPlan, LiveFacts
 from clusterctl.render import layout
 from clusterctl.render.ansible import render_ansible
-from clusterctl.render.cloud import render_cloud
-from clusterctl.monitoring import render_monitoring
+from clusterctl.render.cloud_files import render_cloud
+from clusterctl.render.monitoring import render_monitoring
 from clusterctl.render.node_files import render_node_files
 from clusterctl.render.slurm import render_slurm
 from clusterctl.spec.cluster import ClusterSpec

@@ -6,7 +6,7 @@ from clusterctl.compile.model import ClusterPlan, Node
 from clusterctl.render import layout
 from clusterctl.render.slurm import runs_slurmdbd
 from clusterctl.render.yamlout import dump_ansible_yaml
-from clusterctl.sshargs import common_args_string
+from clusterctl.render.sshargs import common_args_string
 
 
 def _host_vars(n: Node) -> dict:

@@ -12,8 +12,6 @@ from ipaddress import IPv4Address, IPv4Network, ip_address
 
 from clusterctl.catalog import INSTANCE_TYPES
 from clusterctl.compile.model import ClusterPlan
-from clusterctl.render import layout
-from clusterctl.render.yamlout import dump_yaml
 
 PLACEMENT_STRATEGY = "cluster"  # EFA needs the instances on the same spine: one cluster placement group per pool
 # ... except where the capacity itself decides placement: a Capacity Block is placed in an EC2 UltraCluster by AWS,
@@ -149,18 +147,3 @@ def cloud_config(plan: ClusterPlan) -> dict | None:
         ns + "munge_parameter": munge_parameter(plan),
     }
     return {k: v for k, v in cfg.items() if v is not None}  # Pulumi config has no null: an absent key is "not set"
-
-
-def render_cloud(plan: ClusterPlan) -> dict[str, str]:
-    """The stack config and the nodes' cloud-init user-data (cloud-init/...), both reviewed in the build's diff."""
-    from clusterctl.cloud.userdata import render_cloud_init  # here, not at the top: clusterctl.cloud imports this module
-
-    cfg = cloud_config(plan)
-    if cfg is None:
-        return {}
-    header = (
-        f"# Rendered by clusterctl for cluster {plan.name}: the Pulumi stack config (stacks/aws reads it).\n"
-        "# Set outside the build: clusterctl:cluster_id, clusterctl:munge_key_b64 (secret; plain `pulumi up` only),\n"
-        "# clusterctl:ssh_public_key, clusterctl:admin_cidr.\n"
-    )
-    return {layout.PULUMI_CONFIG.format(stack=plan.name): header + dump_yaml({"config": cfg}), **render_cloud_init(plan)}

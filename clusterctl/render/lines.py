@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from clusterctl.errors import RenderError
+from clusterctl.core.errors import RenderError
 
 # What str.splitlines() splits on (\n \r \v \f \x1c-\x1e \x85 \u2028 \u2029), plus NUL, which ends a C string.
 _BREAK = re.compile("[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029\x00]")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from itertools import groupby
 
-from clusterctl import hostlist
+from clusterctl.core import hostlist
 from clusterctl.compile.model import ClusterPlan, Node
 from clusterctl.render import layout
 from clusterctl.render.templates import render_template

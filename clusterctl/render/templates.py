@@ -8,7 +8,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from clusterctl.render.lines import LineBreakError, check_single_line
-from clusterctl.resources import resource_dir
+from clusterctl.core.resources import resource_dir
 
 
 def _single_line(value):

@@ -7,7 +7,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from clusterctl.errors import RenderError
+from clusterctl.core.errors import RenderError
 from clusterctl.render import layout
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ipaddress import IPv4Network
 
-from clusterctl import hostlist
+from clusterctl.core import hostlist
 from clusterctl.catalog import GPUS, INSTANCE_TYPES
 from clusterctl.spec.cluster import ClusterSpec
 from clusterctl.spec.fabric import Fabric

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from clusterctl.errors import SpecError
-from clusterctl.findings import Finding, Level, format_path
+from clusterctl.core.errors import SpecError
+from clusterctl.core.findings import Finding, Level, format_path
 from clusterctl.spec.bounds import MAX_SPEC_BYTES, BoundsError, check_size, scan
 
 

@@ -6,7 +6,7 @@ from typing import Annotated, Literal, Union
 
 from pydantic import Field, StringConstraints, model_validator
 
-from clusterctl import hostlist
+from clusterctl.core import hostlist
 from clusterctl.spec.base import SpecModel, UpdatePolicy, spec_field
 from clusterctl.spec.fabric import Fabric
 from clusterctl.spec.types import (

@@ -15,7 +15,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, Field, StringConstraints
 
-from clusterctl import hostlist
+from clusterctl.core import hostlist
 
 # The most nodes one cluster may have (every pool, static and elastic together): Slurm's own tested scale, and a
 # bound on the work one command may do for a spec from a pull request.

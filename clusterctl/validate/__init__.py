@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 
 from pydantic import ValidationError
 
-from clusterctl.errors import SpecError
-from clusterctl.findings import Finding, Level
+from clusterctl.core.errors import SpecError
+from clusterctl.core.findings import Finding, Level
 from clusterctl.spec.cluster import ClusterSpec
 from clusterctl.spec.loader import SourceMap, attach_lines, parse_yaml, pydantic_findings, read_spec_text, to_plain
 from clusterctl.validate import fabric, pools, scheduler, storage

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from clusterctl.findings import Finding, Level, format_path
+from clusterctl.core.findings import Finding, Level, format_path
 from clusterctl.spec.cluster import ClusterSpec
 
 

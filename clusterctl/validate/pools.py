@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 
-from clusterctl import hostlist
+from clusterctl.core import hostlist
 from clusterctl.catalog import GPUS, INSTANCE_TYPES
 from clusterctl.spec import effective as eff
 from clusterctl.spec.pools import AwsPool, OnpremPool

@@ -9,6 +9,6 @@
 (README.md has the details.)
 """
 
-from clusterctl.cloud.program import program_from_config
+from clusterctl.engines.aws.program import program_from_config
 
 program_from_config()

@@ -9,10 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from clusterctl import hostkeys
-from clusterctl.ansible.settings import SshOptions, ansible_env
+from clusterctl.engines.ssh import hostkeys
+from clusterctl.engines.ansible.settings import SshOptions, ansible_env
 from clusterctl.compile.model import SshTarget
-from clusterctl.sshargs import common_args_string
+from clusterctl.render.sshargs import common_args_string
 
 PINNED, TOFU, KNOWN = "127.0.0.2", "127.0.0.3", "127.0.0.4"  # port 1: refused at once, nothing is reached
 
@@ -43,7 +43,7 @@ def resolved(argv: list[str]) -> dict[str, str]:
 
 
 def test_host_key_checking_is_never_turned_off():
-    from clusterctl.ansible.settings import ansible_env as env_of
+    from clusterctl.engines.ansible.settings import ansible_env as env_of
 
     for ssh in (SshOptions(), SshOptions(known_hosts=Path("/k"), config=Path("/c"))):
         for fast in (True, False):

@@ -18,7 +18,7 @@ class FakeSlurm:
     """What the burst programs ask of Slurm, recorded; node states set by the test."""
 
     def __init__(self, states: dict[str, str] | None = None):
-        from clusterctl.burst.slurm import NodeState
+        from clusterctl.engines.aws.burst.slurm import NodeState
 
         self.NodeState = NodeState
         self.states: dict[str, NodeState] = {}
@@ -83,7 +83,7 @@ def plan_file(tmp_path, cloud_pool):
 
 @pytest.fixture
 def settings(tmp_path, plan_file):
-    from clusterctl.burst.settings import Settings
+    from clusterctl.engines.aws.burst.settings import Settings
 
     kit = tmp_path / "kit"
     kit.mkdir()
@@ -108,11 +108,11 @@ def stack(aws, cloud_pool):  # noqa: F811 - the imported fixture, requested by n
 @pytest.fixture
 def ctx(stack, settings, fake_slurm):
     """A Context on moto and the fake Slurm, as the CLI builds it."""
-    from clusterctl.burst.actions import Context
-    from clusterctl.burst.plan import BurstPlan
+    from clusterctl.engines.aws.burst.actions import Context
+    from clusterctl.engines.aws.burst.plan import BurstPlan
 
     ec2, _ = stack
-    log = logging.getLogger("clusterctl.burst.test")
+    log = logging.getLogger("clusterctl.engines.aws.burst.test")
     log.setLevel(logging.INFO)
     plan = BurstPlan.load(settings.plan)
     for n in plan.cloud_nodes:

@@ -6,7 +6,7 @@
   EC2's error XML) and records every RunInstances it sees. Everything else passes through unchanged.
 - CloudStack: what the Pulumi stack would have created, made with boto3 and the same tags (VPC = the lab subnet,
   one subnet per AZ inside it, the EFA security group, the pool's launch template from
-  clusterctl.cloud.launch.launch_template_data).
+  clusterctl.engines.aws.launch.launch_template_data).
 - InstanceVms: every instance moto reports pending/running gets a lab node (systemd-nspawn, its own netns, the
   instance's private address, 8 fake GPUs): the "VM". Terminated instances' lab nodes are stopped and removed.
   The VM is a stock lab image (Debian minbase + sshd), like a stock Debian AMI: the controller's bootstrap installs
@@ -209,8 +209,8 @@ CLUSTER_ID = "00c0ffee00c0ffee"  # the moto tests' cluster id (the lab passes it
 
 
 def create_stack(ec2, plan, pool_name: str, cluster_id: str = CLUSTER_ID) -> CloudStack:
-    from clusterctl.cloud import launch
-    from clusterctl.cloud.config import CLUSTER_ID_TAG, StackConfig
+    from clusterctl.engines.aws import launch
+    from clusterctl.render.stack_config import CLUSTER_ID_TAG, StackConfig
 
     cluster = plan.name
     pool = StackConfig.from_plan(plan).pool(pool_name)
@@ -247,7 +247,7 @@ def fresh_boot_clock(prefix: str):
     registration of a node it powered up whose slurmd reports an uptime older than the power-up request ("Still
     waiting for boot of node"). `unshare --time` without --fork execs nspawn itself, so the pid the lab supervisor
     records is still nspawn's."""
-    from clusterctl.local import machine
+    from clusterctl.engines.local import machine
 
     real = machine.nspawn_argv
 
@@ -281,7 +281,7 @@ class InstanceVms:
 
     ec2: object
     cluster: str
-    lab_spec: object  # clusterctl.local.LabSpec of the cluster's own lab nodes (controller, owned nodes)
+    lab_spec: object  # clusterctl.engines.local.LabSpec of the cluster's own lab nodes (controller, owned nodes)
     gpus: int = 8
     interval: float = 1.0
     vms: dict[str, tuple[str, str]] = field(default_factory=dict)  # instance id -> (lab node name, address)
@@ -321,7 +321,7 @@ class InstanceVms:
     def _lab(self, vms: dict[str, tuple[str, str]]):
         from dataclasses import replace
 
-        from clusterctl.local import Lab, LabNode
+        from clusterctl.engines.local import Lab, LabNode
 
         nodes = tuple(self.lab_spec.nodes) + tuple(LabNode(name, addr, self.gpus, 0) for name, addr in sorted(vms.values()))
         return Lab(replace(self.lab_spec, nodes=nodes), log=lambda m: None)

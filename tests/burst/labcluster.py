@@ -40,9 +40,9 @@ class BurstLab:
     # --- bring-up ---------------------------------------------------------------------------------------
 
     def up(self) -> "BurstLab":
-        from clusterctl.apply.access import access_for
-        from clusterctl.apply.secrets import ensure_munge_key
-        from clusterctl.apply.smoke import run_smoke
+        from clusterctl.ops.access import access_for
+        from clusterctl.state.secrets import ensure_munge_key
+        from clusterctl.ops.smoke import run_smoke
         from clusterctl.render import render_spec
         from clusterctl.render.write import write_build
 
@@ -69,7 +69,7 @@ class BurstLab:
         pool = self.plan.pool(POOL)
         self.moto = harness.Moto()
         self.ec2 = harness.ec2_client(self.moto.url, pool.region)
-        from clusterctl.apply.secrets import ensure_cluster_id
+        from clusterctl.state.secrets import ensure_cluster_id
 
         self.stack = harness.create_stack(self.ec2, self.plan, POOL, ensure_cluster_id(self.state))
         self.proxy = harness.FaultProxy(self.moto.url, gateway, self.stack.subnet_azs)
@@ -89,8 +89,8 @@ class BurstLab:
     def converge(self):
         """site.yml, burst role included, as `up` runs it; plus the settings a user gives the role (here: moto's
         endpoint behind the fault proxy, fake credentials, the fake IMDS)."""
-        from clusterctl.ansible.runner import PlaybookRun, run_playbook
-        from clusterctl.apply.secrets import playbook_vars
+        from clusterctl.engines.ansible.runner import PlaybookRun, run_playbook
+        from clusterctl.state.secrets import playbook_vars
 
         run = PlaybookRun(build_dir=self.build, ssh=self.access.ssh,
                           extravars={**playbook_vars(self.munge_key),
@@ -121,7 +121,7 @@ class BurstLab:
         return self.access.remote(self.plan.controller).run(command, timeout=timeout, check=check)
 
     def on(self, address: str, command: str, timeout: float = 60) -> subprocess.CompletedProcess:
-        from clusterctl.local.sshkeys import ssh_argv
+        from clusterctl.engines.local.sshkeys import ssh_argv
 
         lab = self.access.lab
         return subprocess.run([*ssh_argv(lab.ssh_key, lab.known_hosts, address), "--", command], capture_output=True,

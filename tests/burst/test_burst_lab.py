@@ -21,7 +21,7 @@ import time
 
 import pytest
 
-from clusterctl import hostlist
+from clusterctl.core import hostlist
 from tests.burst.labcluster import BurstLab
 from tests.helpers import wait_for
 

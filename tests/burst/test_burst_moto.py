@@ -1,7 +1,7 @@
 """resume / suspend / resume-fail / sync against a real moto server (EC2 API over HTTP) and a fake Slurm.
 
 The pool's launch resources are created in moto the way the Pulumi stack creates them (harness.create_stack:
-VPC, one subnet per AZ, the EFA group, the launch template from clusterctl.cloud.launch), and launches that
+VPC, one subnet per AZ, the EFA group, the launch template from clusterctl.engines.aws.launch), and launches that
 should fail go through harness.FaultProxy, which answers RunInstances in chosen AZs with EC2's
 InsufficientInstanceCapacity (or another code) the way EC2 does: HTTP 500 and EC2's error XML.
 """
@@ -15,8 +15,8 @@ from datetime import datetime, timedelta, timezone
 import boto3
 import pytest
 
-from clusterctl.burst import actions
-from clusterctl.burst import ec2 as cloud
+from clusterctl.engines.aws.burst import actions
+from clusterctl.engines.aws.burst import ec2 as cloud
 from tests.burst.harness import CLUSTER_ID, FaultProxy
 
 AZS = ["us-west-2a", "us-west-2b", "us-west-2c"]
@@ -62,7 +62,7 @@ def test_launch_targets_follow_the_pool_az_order_and_the_stack_tags(ctx, stack):
 
 def test_no_stack_means_no_launch(aws):
     from tests.burst.conftest import lab_plan
-    from clusterctl.cloud.config import StackConfig
+    from clusterctl.render.stack_config import StackConfig
 
     pool = StackConfig.from_plan(lab_plan()).pool("cloud")
     with pytest.raises(cloud.LaunchFailed) as e:
@@ -338,7 +338,7 @@ def test_sync_dry_run_changes_nothing(ctx, stack):
 
 
 def test_bootstrap_payload_carries_the_controller_files(ctx, settings, stack):
-    from clusterctl.burst import bootstrap
+    from clusterctl.engines.aws.burst import bootstrap
     from tests.burst.conftest import HERE
 
     role_files = HERE.parents[1] / "playbooks" / "roles" / "burst" / "files"
@@ -380,7 +380,7 @@ def test_sync_heals_nodes_a_failed_resume_left_down(ctx, stack):
 
 
 def test_down_terminates_burst_instances_and_strays_but_nothing_else(ctx, stack):
-    from clusterctl.burst.teardown import release_burst_instances
+    from clusterctl.engines.aws.burst.teardown import release_burst_instances
 
     ec2, st = stack
     launched = actions.resume(ctx, "cloud[001-002]").launched
@@ -407,7 +407,7 @@ def test_down_terminates_burst_instances_and_strays_but_nothing_else(ctx, stack)
 
 
 def test_down_stops_before_the_destroy_when_terminating_fails(ctx, stack, monkeypatch):
-    from clusterctl.burst import teardown
+    from clusterctl.engines.aws.burst import teardown
 
     actions.resume(ctx, "cloud001")
     monkeypatch.setattr(teardown.cloud, "terminate", lambda ec2, ids: ec2.terminate_instances(InstanceIds=["i-00000000"]))
@@ -421,7 +421,7 @@ def test_a_namesake_clusters_instances_and_template_are_never_used_or_touched(ct
     suspend, resume-fail and down's teardown terminate nothing of it."""
     import dataclasses
 
-    from clusterctl.burst.teardown import release_burst_instances
+    from clusterctl.engines.aws.burst.teardown import release_burst_instances
 
     ec2, st = stack
     theirs_lt = ec2.create_launch_template(
@@ -456,7 +456,7 @@ def test_burst_refuses_to_run_without_a_cluster_id(settings, fake_slurm, stack):
     import dataclasses
     import logging
 
-    from clusterctl.errors import ClusterctlError
+    from clusterctl.core.errors import ClusterctlError
 
     with pytest.raises(ClusterctlError, match="CLUSTERCTL_BURST_CLUSTER_ID"):
         actions.Context.create(dataclasses.replace(settings, cluster_id=""), logging.getLogger("t"), slurm=fake_slurm)

@@ -8,11 +8,11 @@ import os
 
 import pytest
 
-from clusterctl.burst import ec2 as cloud
-from clusterctl.burst.actions import job_groups, read_resume_file
-from clusterctl.burst.plan import BurstPlan, plan_from_json
-from clusterctl.burst.settings import Settings, load_environment, read_env_file
-from clusterctl.burst.slurm import clip_reason, parse_show_node
+from clusterctl.engines.aws.burst import ec2 as cloud
+from clusterctl.engines.aws.burst.actions import job_groups, read_resume_file
+from clusterctl.engines.aws.burst.plan import BurstPlan, plan_from_json
+from clusterctl.engines.aws.burst.settings import Settings, load_environment, read_env_file
+from clusterctl.engines.aws.burst.slurm import clip_reason, parse_show_node
 from clusterctl.render import to_json
 from tests.burst.conftest import lab_plan
 
@@ -108,7 +108,7 @@ def test_burst_plan_knows_cloud_nodes_and_pool_config(tmp_path):
 
 
 def test_missing_plan_says_what_to_do(tmp_path):
-    from clusterctl.burst.plan import PlanError
+    from clusterctl.engines.aws.burst.plan import PlanError
 
     with pytest.raises(PlanError, match="run `clusterctl up` first"):
         BurstPlan.load(tmp_path / "nope.json")

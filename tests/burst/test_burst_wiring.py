@@ -11,7 +11,7 @@ import sys
 
 import yaml
 
-from clusterctl.burst.settings import DEFAULT_PATH
+from clusterctl.engines.aws.burst.settings import DEFAULT_PATH
 from clusterctl.render import layout, render_spec
 from clusterctl.render.yamlout import load_ansible_yaml
 from clusterctl.validate import load_valid
@@ -47,7 +47,7 @@ def test_burst_role_installs_the_clusterctl_the_wrappers_exec():
     # slurmctld starts ResumeProgram without PATH: /bin/sh then searches its default path, which has /usr/local/bin.
     assert os.path.dirname(dest) in DEFAULT_PATH.split(":")
     wrapper = (ROLES / "burst" / "templates" / "clusterctl.sh.j2").read_text()
-    assert "-m clusterctl.burst" in wrapper
+    assert "-m clusterctl.engines.aws.burst" in wrapper
 
 
 def test_site_yml_runs_the_burst_role_and_the_role_guards_itself():
@@ -62,7 +62,7 @@ def test_site_yml_runs_the_burst_role_and_the_role_guards_itself():
 
 
 def test_main_cli_has_the_burst_commands():
-    for argv in (["-m", "clusterctl", "burst", "--help"], ["-m", "clusterctl.burst", "--help"]):
+    for argv in (["-m", "clusterctl", "burst", "--help"], ["-m", "clusterctl.engines.aws.burst", "--help"]):
         r = subprocess.run([sys.executable, *argv], capture_output=True, text=True, cwd=ROOT)
         assert r.returncode == 0, r.stderr
         for cmd in ("resume", "suspend", "resume-fail", "sync"):

@@ -94,8 +94,8 @@ def run_program(fn) -> Recorder:
 
 def run_spec(spec, runtime=None):
     """The stacks/aws program for a spec, as `up` would configure it; returns (StackConfig, Recorder)."""
-    from clusterctl.cloud.config import Runtime, StackConfig
-    from clusterctl.cloud.program import build
+    from clusterctl.render.stack_config import Runtime, StackConfig
+    from clusterctl.engines.aws.program import build
     from clusterctl.compile import compile_plan
 
     import dataclasses

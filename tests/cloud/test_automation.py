@@ -11,11 +11,11 @@ import pytest
 from pulumi.automation import events as ev
 from rich.console import Console
 
-from clusterctl.cloud import automation
-from clusterctl.cloud.config import automation_config
-from clusterctl.cloud.errors import PulumiCliMissing
-from clusterctl.cloud.progress import PulumiProgress, print_changes
-from clusterctl.cloud.up import CloudOutputs
+from clusterctl.engines.aws import automation
+from clusterctl.render.stack_config import automation_config
+from clusterctl.engines.aws.errors import PulumiCliMissing
+from clusterctl.engines.aws.progress import PulumiProgress, print_changes
+from clusterctl.engines.aws.up import CloudOutputs
 from clusterctl.compile import LiveFacts, compile_plan
 from clusterctl.render.cloud import cloud_config
 from clusterctl.state import ClusterState
@@ -60,8 +60,8 @@ def test_backend_default_is_file_in_state_dir_and_env_overrides(monkeypatch, tmp
 
 
 def test_backend_from_the_spec_and_a_conflicting_env_is_refused(monkeypatch):
-    from clusterctl.cloud.errors import CloudError
-    from clusterctl.cloud.up import stack_settings
+    from clusterctl.engines.aws.errors import CloudError
+    from clusterctl.engines.aws.up import stack_settings
     from tests.helpers import edited, load_dict
 
     loaded = load_dict(edited("aws-p5-spot.yaml", lambda d: d.update(state={"pulumi_backend": "s3://acme-state/p5"})))

@@ -18,8 +18,8 @@ import textwrap
 import pytest
 import yaml
 
-from clusterctl.cloud.config import StackConfig
-from clusterctl.cloud.userdata import render_user_data
+from clusterctl.render.stack_config import StackConfig
+from clusterctl.render.userdata import render_user_data
 from clusterctl.compile import compile_plan
 from clusterctl.validate import load_valid
 from tests.conftest import example

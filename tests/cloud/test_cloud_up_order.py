@@ -13,9 +13,9 @@ import boto3
 import pytest
 from rich.console import Console
 
-from clusterctl.cloud import automation
-from clusterctl.cloud.errors import NotConfirmed, PreflightFailed
-from clusterctl.cloud.up import cloud_up
+from clusterctl.engines.aws import automation
+from clusterctl.engines.aws.errors import NotConfirmed, PreflightFailed
+from clusterctl.engines.aws.up import cloud_up
 from clusterctl.compile import compile_plan
 from clusterctl.state import ClusterState
 from tests.helpers import edited, load_dict

@@ -12,12 +12,12 @@ import io
 import pytest
 from rich.console import Console
 
-from clusterctl.ansible.result import RunResult
-from clusterctl.apply import down as down_mod
-from clusterctl.burst import teardown
-from clusterctl.cloud import automation
-from clusterctl.cloud import up as cloud_up_mod
-from clusterctl.remote import RemoteError
+from clusterctl.engines.ansible.result import RunResult
+from clusterctl.ops import down as down_mod
+from clusterctl.engines.aws.burst import teardown
+from clusterctl.engines.aws import automation
+from clusterctl.engines.aws import up as cloud_up_mod
+from clusterctl.engines.ssh.remote import RemoteError
 from clusterctl.render import layout
 from clusterctl.state import ClusterState
 from clusterctl.validate import load_valid

@@ -1,4 +1,4 @@
-"""Launching and terminating nodes through the product's boto3 path (clusterctl.cloud.launch) against moto.
+"""Launching and terminating nodes through the product's boto3 path (clusterctl.engines.aws.launch) against moto.
 
 The network and security group are created here with boto3 the way the Pulumi stack would (moto has no Pulumi);
 the launch template is created from launch.launch_template_data, the same dict the Pulumi launch template is built
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import boto3
 
-from clusterctl.cloud import launch
-from clusterctl.cloud.config import StackConfig
+from clusterctl.engines.aws import launch
+from clusterctl.render.stack_config import StackConfig
 from clusterctl.compile import compile_plan
 from tests.helpers import edited, load_dict
 

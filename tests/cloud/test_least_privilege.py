@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from clusterctl.cloud.policies import shipped_burst_policy
+from clusterctl.engines.aws.policies import shipped_burst_policy
 from tests.cloud.pulumi_harness import CLUSTER_ID, run_spec
 from tests.cloud.test_pulumi_program import spec_of
 
@@ -80,7 +80,7 @@ def test_every_instance_and_launch_template_carries_the_cluster_id(p5):
 
 
 def test_the_program_refuses_a_stack_without_a_cluster_id():
-    from clusterctl.cloud.config import Runtime, StackConfig
+    from clusterctl.render.stack_config import Runtime, StackConfig
     from clusterctl.compile import compile_plan
 
     cfg = StackConfig.from_plan(compile_plan(spec_of("aws-p5-spot.yaml")), Runtime())

@@ -14,9 +14,9 @@ import pytest
 from botocore.stub import Stubber
 
 from clusterctl.catalog import INSTANCE_TYPES
-from clusterctl.cloud.preflight import (AwsApi, EfaSupported, ReservationMatches, VcpuQuota, run_preflight)
+from clusterctl.engines.aws.preflight import (AwsApi, EfaSupported, ReservationMatches, VcpuQuota, run_preflight)
 from clusterctl.compile import compile_plan
-from clusterctl.findings import Level
+from clusterctl.core.findings import Level
 from tests.cloud.conftest import REGION
 from tests.helpers import edited, load_dict
 

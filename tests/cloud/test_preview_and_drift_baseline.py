@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from clusterctl.apply.drift import cloud_drift
-from clusterctl.cloud import automation
-from clusterctl.cloud import up as cloud_up_mod
+from clusterctl.ops.drift import cloud_drift
+from clusterctl.engines.aws import automation
+from clusterctl.engines.aws import up as cloud_up_mod
 from clusterctl.compile import compile_plan
 from clusterctl.state import ClusterState
 from tests.helpers import edited, load_dict

@@ -12,7 +12,7 @@ import pulumi
 import pytest
 import yaml
 
-from clusterctl.cloud.config import Runtime
+from clusterctl.render.stack_config import Runtime
 from clusterctl.render import render_spec
 from tests.cloud.pulumi_harness import AMI, CLUSTER_ID, MUNGE_B64, SSH_KEY, run_program, run_spec
 from tests.conftest import ROOT

@@ -16,7 +16,7 @@ import sys
 
 import pytest
 
-from clusterctl.cloud import automation
+from clusterctl.engines.aws import automation
 from clusterctl.compile import compile_plan
 from clusterctl.state import ClusterState
 from clusterctl.validate import load_valid
@@ -71,7 +71,7 @@ def recorded(tmp_path, monkeypatch):
 
 def _secrets(state: ClusterState, settings) -> list[str]:
     """Every secret this code path holds: munge key (raw and base64), admin SSH private key, Pulumi passphrase."""
-    from clusterctl.apply.secrets import ensure_munge_key
+    from clusterctl.state.secrets import ensure_munge_key
 
     key = ensure_munge_key(state).read_bytes()
     private = (state.secrets_dir / "aws_admin_ed25519").read_text()
@@ -81,7 +81,7 @@ def _secrets(state: ClusterState, settings) -> list[str]:
 
 
 def test_open_preview_up_never_put_a_secret_on_a_command_line(recorded):
-    from clusterctl.cloud.up import stack_settings
+    from clusterctl.engines.aws.up import stack_settings
 
     plan = compile_plan(load_valid(example("aws-p5-spot.yaml")))
     state = ClusterState(plan.name)
@@ -112,7 +112,7 @@ def test_open_preview_up_never_put_a_secret_on_a_command_line(recorded):
 def test_pulumi_errors_are_redacted(recorded):
     from pulumi.automation.errors import CommandError
 
-    from clusterctl.cloud.errors import CloudError
+    from clusterctl.engines.aws.errors import CloudError
 
     automation._inline_program("c2VjcmV0LWtleQ==")
 
@@ -128,7 +128,7 @@ def test_pulumi_errors_are_redacted(recorded):
 def test_the_inline_program_gets_the_munge_key_in_process():
     import pulumi
 
-    from clusterctl.cloud.config import automation_config
+    from clusterctl.render.stack_config import automation_config
     from clusterctl.render.cloud import cloud_config
     from tests.cloud.pulumi_harness import MUNGE_B64, run_program
 

@@ -9,8 +9,8 @@ import sys
 import boto3
 import pytest
 
-from clusterctl.cloud.errors import PulumiCliMissing
-from clusterctl.cloud.up import cloud_up
+from clusterctl.engines.aws.errors import PulumiCliMissing
+from clusterctl.engines.aws.up import cloud_up
 from clusterctl.compile import compile_plan
 from clusterctl.state import ClusterState, state_root
 from clusterctl.validate import load_valid
@@ -59,7 +59,7 @@ def test_clusterctl_up_cli_without_pulumi(aws, tmp_path):
                        capture_output=True, text=True, env=env, timeout=120)
     out = r.stdout + r.stderr
     if "does not include yet" in out:
-        pytest.skip("clusterctl/apply/up.py still refuses aws pools; wire cloud_up (see clusterctl/cloud/up.py)")
+        pytest.skip("clusterctl/ops/up.py still refuses aws pools; wire cloud_up (see clusterctl/engines/aws/up.py)")
     assert r.returncode == 1, out
     assert all(h in out for h in HINTS), out
     assert "Traceback" not in out

@@ -10,8 +10,8 @@ import subprocess
 import pytest
 import yaml
 
-from clusterctl.cloud.config import StackConfig
-from clusterctl.cloud.userdata import render_user_data
+from clusterctl.render.stack_config import StackConfig
+from clusterctl.render.userdata import render_user_data
 from clusterctl.compile import compile_plan
 from clusterctl.render import render_spec
 from clusterctl.render.cloud import cloud_config, vpc_cidr
@@ -106,8 +106,8 @@ def test_validate_and_help_do_not_import_pulumi_or_boto3():
         "import sys\n"
         "sys.argv = ['clusterctl', 'validate', %r]\n"
         "from clusterctl import cli\n"
-        "import clusterctl.cloud, clusterctl.cloud.config, clusterctl.cloud.launch, clusterctl.cloud.userdata\n"
-        "import clusterctl.cloud.preflight, clusterctl.cloud.up, clusterctl.cloud.automation, clusterctl.cloud.progress\n"
+        "import clusterctl.engines.aws, clusterctl.render.stack_config, clusterctl.engines.aws.launch, clusterctl.render.userdata\n"
+        "import clusterctl.engines.aws.preflight, clusterctl.engines.aws.up, clusterctl.engines.aws.automation, clusterctl.engines.aws.progress\n"
         "try:\n    cli.main()\nexcept SystemExit:\n    pass\n"
         "heavy = sorted({m.split('.')[0] for m in sys.modules} & {'pulumi', 'pulumi_aws', 'boto3', 'botocore'})\n"
         "print('HEAVY', heavy)\n"

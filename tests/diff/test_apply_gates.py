@@ -2,8 +2,8 @@
 
 import pytest
 
-from clusterctl.apply.apply import PolicyRefused, StalePlan, check_fresh, check_policy
-from clusterctl.apply.rolling import affected_nodes, batches
+from clusterctl.ops.apply import PolicyRefused, StalePlan, check_fresh, check_policy
+from clusterctl.ops.rolling import affected_nodes, batches
 from clusterctl.compile import compile_plan
 from clusterctl.diff import build_report
 from clusterctl.render import render_spec
@@ -64,7 +64,7 @@ def test_live_change_drains_nothing():
 # --- apply --plan: the cloud preview must be the reviewed one ------------------------------------------------------
 
 def _preview(*steps):
-    from clusterctl.cloud.automation import Preview
+    from clusterctl.engines.aws.automation import Preview
 
     return Preview({"update": len(steps)}, list(steps))
 
@@ -74,7 +74,7 @@ INSTANCE_STEP = ("replace", "aws:ec2/instance:Instance", "p5001")
 
 
 def test_apply_goes_ahead_when_pulumi_previews_what_was_reviewed():
-    from clusterctl.apply.apply import reviewed_cloud
+    from clusterctl.ops.apply import reviewed_cloud
 
     saved = {"cloud": {"checked": True, "steps": [{"op": op, "type": t, "name": n} for op, t, n in (INSTANCE_STEP, LT_STEP)]}}
     asked = []
@@ -83,7 +83,7 @@ def test_apply_goes_ahead_when_pulumi_previews_what_was_reviewed():
 
 
 def test_apply_refuses_a_plan_whose_cloud_preview_moved():
-    from clusterctl.apply.apply import reviewed_cloud
+    from clusterctl.ops.apply import reviewed_cloud
 
     saved = {"cloud": {"checked": True, "steps": [{"op": op, "type": t, "name": n} for op, t, n in (LT_STEP,)]}}
     asked = []
@@ -94,7 +94,7 @@ def test_apply_refuses_a_plan_whose_cloud_preview_moved():
 
 
 def test_a_plan_without_a_preview_leaves_it_to_the_confirmation():
-    from clusterctl.apply.apply import reviewed_cloud
+    from clusterctl.ops.apply import reviewed_cloud
 
     confirm = lambda p: True  # noqa: E731
     assert reviewed_cloud({"cloud": {"checked": False, "reason": "no pulumi CLI"}}, confirm) is confirm

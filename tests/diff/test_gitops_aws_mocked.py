@@ -81,7 +81,7 @@ def test_gpu_type_change_rewrites_the_pools_launch_template_and_nothing_shared()
 
 
 def test_a_new_instance_type_replaces_pool_instances_old_one_first():
-    from clusterctl.cloud.compute import node_instance_options
+    from clusterctl.engines.aws.compute import node_instance_options
 
     opts = node_instance_options(None)
     assert opts.replace_on_changes == ["instanceType"] and opts.delete_before_replace is True

@@ -6,7 +6,7 @@ import pytest
 
 from clusterctl.diff import build_report
 from clusterctl.diff.formats import as_markdown
-from clusterctl.diff.live import add_cost
+from clusterctl.ops.plan_live import add_cost
 from clusterctl.render import render_spec
 from clusterctl.validate import load_text, load_valid
 from tests.conftest import EXAMPLES, ROOT

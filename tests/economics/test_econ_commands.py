@@ -8,7 +8,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from clusterctl.economics.commands import register
+from clusterctl.cli.economics import register
 from clusterctl.validate import load_file
 from tests.conftest import ROOT
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from clusterctl.apply.access import access_for
+from clusterctl.ops.access import access_for
 from clusterctl.compile import compile_plan
 from clusterctl.state import ClusterState
 from clusterctl.validate import load_valid
@@ -172,8 +172,8 @@ VENDOR_TASKS = {
 
 @pytest.mark.parametrize("example", sorted(VENDOR_TASKS))
 def test_vendor_roles_in_check_mode(env, lab, tmp_path, example):
-    from clusterctl.ansible.runner import PlaybookRun, run_playbook
-    from clusterctl.apply.secrets import ensure_munge_key
+    from clusterctl.engines.ansible.runner import PlaybookRun, run_playbook
+    from clusterctl.state.secrets import ensure_munge_key
     from clusterctl.render import render_spec
     from clusterctl.render.layout import pool_group
     from clusterctl.render.write import write_build

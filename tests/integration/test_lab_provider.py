@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from clusterctl.local import Lab, LabError, LabNode, LabSpec
+from clusterctl.engines.local import Lab, LabError, LabNode, LabSpec
 
 pytestmark = [
     pytest.mark.integration,

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from clusterctl.apply.lab import cache_dir
-from clusterctl.hostkeys import recorded
-from clusterctl.local import Lab, LabNode, LabSpec
+from clusterctl.ops.lab import cache_dir
+from clusterctl.engines.ssh.hostkeys import recorded
+from clusterctl.engines.local import Lab, LabNode, LabSpec
 from tests.helpers import clusterctl
 
 pytestmark = [

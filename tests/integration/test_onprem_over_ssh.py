@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from clusterctl.local import Lab, LabNode, LabSpec
-from clusterctl.apply.lab import cache_dir
+from clusterctl.engines.local import Lab, LabNode, LabSpec
+from clusterctl.ops.lab import cache_dir
 from tests.helpers import clusterctl
 
 pytestmark = [

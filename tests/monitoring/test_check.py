@@ -11,8 +11,8 @@ import subprocess
 import pytest
 
 from clusterctl.compile import compile_plan
-from clusterctl.monitoring import check as c
-from clusterctl.monitoring.check import CommandResult
+from clusterctl.ops import check as c
+from clusterctl.ops.check import CommandResult
 from clusterctl.validate import load_valid
 from tests.conftest import ROOT
 
@@ -87,7 +87,7 @@ class Fake:
             return self.nccl if isinstance(self.nccl, CommandResult) else CommandResult(0, self.nccl)
         if " srun" in command:
             w = re.search(r" -w (\S+)", command).group(1)
-            from clusterctl import hostlist
+            from clusterctl.core import hostlist
             hosts = self.srun_hosts if self.srun_hosts is not None else hostlist.expand(w)
             return CommandResult(0, "".join(h + "\n" for h in hosts))
         if command.startswith("curl"):

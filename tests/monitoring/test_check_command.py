@@ -7,8 +7,8 @@ import json
 import typer
 from typer.testing import CliRunner
 
-from clusterctl.monitoring import check as c
-from clusterctl.monitoring.commands import register
+from clusterctl.ops import check as c
+from clusterctl.cli.check import register
 from tests.conftest import ROOT
 
 LAB = ROOT / "examples" / "lab.yaml"

@@ -20,11 +20,11 @@ import sys
 
 import pytest
 
-from clusterctl.ansible.runner import PlaybookRun, run_playbook
-from clusterctl.apply.access import access_for
+from clusterctl.engines.ansible.runner import PlaybookRun, run_playbook
+from clusterctl.ops.access import access_for
 from clusterctl.compile import compile_plan
-from clusterctl.monitoring import check as c
-from clusterctl.monitoring.render import render_monitoring
+from clusterctl.ops import check as c
+from clusterctl.render.monitoring import render_monitoring
 from clusterctl.render import render_spec
 from clusterctl.render.write import write_build
 from clusterctl.render.yamlout import dump_yaml

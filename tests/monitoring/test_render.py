@@ -15,8 +15,8 @@ import pytest
 import yaml
 
 from clusterctl.compile import compile_plan
-from clusterctl.monitoring import metrics as m
-from clusterctl.monitoring.render import render_monitoring
+from clusterctl.render.monitoring import metrics as m
+from clusterctl.render.monitoring import render_monitoring
 from clusterctl.render.write import write_build
 from clusterctl.validate import load_valid
 from tests.conftest import EXAMPLES, ROOT
@@ -316,5 +316,5 @@ def test_dcgm_nodes_agree_between_render_and_role():
     """The renderer scrapes dcgm on exactly the nodes the role installs it on (GPU, not AMD, not lab)."""
     dcgm = (ROOT / "playbooks/roles/monitoring/tasks/dcgm.yml").read_text()
     assert "clusterctl_gpus | default(0) > 0 and clusterctl_gpu_model not in ['mi300x'] and clusterctl_node_provider != 'local'" in dcgm
-    from clusterctl.monitoring.render import NO_DCGM_MODELS
+    from clusterctl.render.monitoring import NO_DCGM_MODELS
     assert NO_DCGM_MODELS == {"mi300x"}

@@ -8,10 +8,10 @@ from dataclasses import replace
 
 import pytest
 
-from clusterctl.errors import RenderError
-from clusterctl.monitoring import render_monitoring
+from clusterctl.core.errors import RenderError
+from clusterctl.render.monitoring import render_monitoring
 from clusterctl.render import render_plan
-from clusterctl.render.cloud import render_cloud
+from clusterctl.render.cloud_files import render_cloud
 from clusterctl.render.node_files import render_node_files
 from tests.conftest import example
 from tests.render.untrusted import SITES, hybrid

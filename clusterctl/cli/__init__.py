@@ -1,0 +1,470 @@
+"""The `clusterctl` command. Heavy modules (pydantic models, engines) load inside commands so --help stays instant.
+
+Exit codes: 0 success; 1 error (bad spec, failed apply, and usage errors: a pipeline must never read a mistyped flag
+as 2); 2 `plan`/`drift`: changes pending.
+"""
+
+from __future__ import annotations
+
+from rich.markup import escape
+
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+app = typer.Typer(
+    name="clusterctl",
+    help="Declarative GPU training clusters: one spec -> Slurm, Ansible and Pulumi.",
+    no_args_is_help=True,
+    add_completion=True,
+    pretty_exceptions_enable=False,
+)
+
+_state = {"debug": False}
+
+SpecArg = typer.Argument(..., help="Cluster spec (cluster.yaml).", exists=False, metavar="SPEC")
+BreakLockOpt = typer.Option(False, "--break-lock", help="Clear what a killed run left in the lock file first "
+                            "(the lock itself is freed when a run ends; a running one is never displaced).")
+
+
+class Format(str, Enum):
+    text = "text"
+    json = "json"
+    markdown = "markdown"
+
+
+class Preset(str, Enum):
+    lab = "lab"
+    onprem_ib = "onprem-ib"
+    aws_spot = "aws-spot"
+    hybrid = "hybrid"
+
+
+PRESET_FILES = {
+    Preset.lab: "lab.yaml",
+    Preset.onprem_ib: "onprem-64xh100-ib.yaml",
+    Preset.aws_spot: "aws-p5-spot.yaml",
+    Preset.hybrid: "hybrid-burst.yaml",
+}
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
+
+        typer.echo(f"clusterctl {version('clusterctl')}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _main(
+    debug: bool = typer.Option(False, "--debug", help="Show tracebacks for errors."),
+    version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True, help="Print the version."),
+) -> None:
+    _state["debug"] = debug
+
+
+def _load(spec: Path, fmt: Enum = Format.text):
+    """Load and validate a spec. Findings go to stderr as text, or, for json/markdown output, into that document on
+    stdout (a pipeline reading JSON sees why a spec was refused); raise SpecError on errors."""
+    from clusterctl.cli.output import emit_findings, print_findings
+    from clusterctl.core.errors import SpecError
+    from clusterctl.validate import load_file
+
+    loaded = load_file(spec)
+    if fmt.value == "text":
+        if loaded.findings:
+            print_findings(loaded.findings, str(spec), stderr=True)
+    elif not loaded.ok:
+        emit_findings(fmt.value, loaded.findings, str(spec), _cluster_name(loaded))
+    if not loaded.ok:
+        raise SpecError(f"{spec}: {len(loaded.errors)} error(s) in the spec; nothing was changed", loaded.findings)
+    return loaded.spec
+
+
+def _cluster_name(loaded) -> str | None:
+    return loaded.spec.name if loaded.spec is not None else None
+
+
+def _legacy(value, old, old_flag: str, new_flag: str):
+    """An option's old spelling, kept hidden for one release: it still works, and says what replaces it."""
+    if old is None:
+        return value
+    typer.echo(f"note: {old_flag} is deprecated here; use {new_flag}", err=True)
+    return old
+
+
+@app.command()
+def init(
+    preset: Preset = typer.Option(Preset.lab, "--preset", "-p", help="Starting point."),
+    out: Path = typer.Option(Path("cluster.yaml"), "--out", help="Where to write the spec."),
+    name: Optional[str] = typer.Option(None, "--name", help="Cluster name (default: the preset's)."),
+    force: bool = typer.Option(False, "--force", help="Overwrite an existing file."),
+    old_output: Optional[Path] = typer.Option(None, "--output", "-o", hidden=True),
+) -> None:
+    """Write a starter spec from a named preset."""
+    from clusterctl.core.errors import ClusterctlError
+    from clusterctl.cli.presets import preset_text
+
+    output = _legacy(out, old_output, "--output/-o", "--out")
+    if output.exists() and not force:
+        raise ClusterctlError(f"{output} exists; pass --force to overwrite it")
+    text = preset_text(PRESET_FILES[preset], name)
+    output.write_text(text)
+    typer.echo(f"wrote {output} (preset {preset.value}); next: clusterctl validate {output}")
+
+
+@app.command()
+def validate(
+    spec: Path = SpecArg,
+    output: Format = typer.Option(Format.text, "--output", "-o", help="text, json or markdown (a PR comment)."),
+    old_format: Optional[Format] = typer.Option(None, "--format", "-f", hidden=True),
+) -> None:
+    """Check a spec and print every problem (field path and YAML line). Exit 1 on any error."""
+    from clusterctl.cli.output import emit_findings, print_findings
+    from clusterctl.validate import load_file
+
+    format = _legacy(output, old_format, "--format/-f", "--output/-o")
+    loaded = load_file(spec)
+    if format is not Format.text:
+        emit_findings(format.value, loaded.findings, str(spec), _cluster_name(loaded), ok=loaded.ok)
+    else:
+        print_findings(loaded.findings, str(spec))
+        errors = len(loaded.errors)
+        warnings = sum(1 for f in loaded.findings if f.level.value == "warning")
+        typer.echo(f"{spec}: {'invalid' if errors else 'valid'} ({errors} error(s), {warnings} warning(s))")
+    raise typer.Exit(0 if loaded.ok else 1)
+
+
+@app.command()
+def schema(
+    out: Optional[Path] = typer.Option(None, "--out", help="Write to a file instead of stdout."),
+    old_output: Optional[Path] = typer.Option(None, "--output", "-o", hidden=True),
+) -> None:
+    """Print the JSON Schema of the spec (for editor autocompletion of cluster.yaml)."""
+    from clusterctl.spec.schema import schema_json
+
+    output = _legacy(out, old_output, "--output/-o", "--out")
+    text = schema_json()
+    if output:
+        output.write_text(text)
+    else:
+        sys.stdout.write(text)
+
+
+@app.command()
+def render(
+    spec: Path = SpecArg,
+    dir: Path = typer.Option(Path("build"), "--dir", help="Build directory."),
+    old_output: Optional[Path] = typer.Option(None, "--output", "-o", hidden=True),
+) -> None:
+    """Render every config file the cluster runs on into a build directory (same spec, same bytes)."""
+    output = _legacy(dir, old_output, "--output/-o", "--dir")
+    from clusterctl.render import render_spec
+    from clusterctl.render.write import write_build
+
+    cluster = _load(spec)
+    _, files = render_spec(cluster)
+    changed = write_build(files, output)
+    typer.echo(f"rendered {len(files)} files into {output} ({len(changed)} changed)")
+
+
+@app.command()
+def plan(
+    spec: Path = SpecArg,
+    output: Format = typer.Option(Format.text, "--output", "-o", help="text, json or markdown (a PR comment)."),
+    old_format: Optional[Format] = typer.Option(None, "--format", "-f", hidden=True),
+    against: Optional[Path] = typer.Option(
+        None, "--against", help="Compare with this build directory instead of the last applied build."
+    ),
+    out: Optional[Path] = typer.Option(None, "--out", help="Also save the report as JSON (input of `apply --plan`)."),
+    hosts: bool = typer.Option(False, "--hosts", help="Also run Ansible in check mode on the live hosts (per-host diff)."),
+    cloud: bool = typer.Option(True, "--cloud/--no-cloud", help="Pulumi preview of the aws stack (specs with aws pools)."),
+) -> None:
+    """Show exactly what would change and what each change costs. Exit 0: no changes, 2: changes, 1: error."""
+    from clusterctl.diff import build_report
+    from clusterctl.diff.formats import FORMATS, as_json
+    from clusterctl.render import render_spec
+    from clusterctl.state import ClusterState
+
+    format = _legacy(output, old_format, "--format/-f", "--output/-o")
+    cluster = _load(spec, format)
+    _, files = render_spec(cluster)
+    state = ClusterState(cluster.name)
+    old = _against_build(against, cluster.name) if against else state.applied_build()
+    report = build_report(cluster.name, old, files)
+    from clusterctl.ops.plan_live import add_cloud, add_cost, add_hosts
+
+    add_cost(report, old, cluster)
+    if cloud:
+        add_cloud(report, cluster, state)
+    if hosts:
+        add_hosts(report, cluster, state, files)
+    sys.stdout.write(FORMATS[format.value](report))
+    if out:
+        out.write_text(as_json(report))
+    raise typer.Exit(2 if report.has_changes else 0)
+
+
+def _against_build(path: Path, cluster: str) -> dict[str, str]:
+    """A build directory to compare with: it must exist and be this cluster's, or the plan would show everything as
+    new (exit 2) and read as a harmless create."""
+    from clusterctl.core.errors import ClusterctlError
+    from clusterctl.render.write import read_build
+
+    if not path.is_dir():
+        raise ClusterctlError(f"--against {path}: no such build directory")
+    build = read_build(path)
+    if not build:
+        raise ClusterctlError(f"--against {path}: not a build directory (no rendered files; see `clusterctl render`)")
+    owner = _build_cluster(build)
+    if owner != cluster:
+        raise ClusterctlError(f"--against {path}: a build of cluster {owner or '(unknown)'}, not {cluster}")
+    return build
+
+
+def _build_cluster(build: dict[str, str]) -> str | None:
+    import json
+
+    try:
+        return json.loads(build.get("spec.json", "{}")).get("name")
+    except ValueError:
+        return None
+
+
+class Output(str, Enum):
+    text = "text"
+    json = "json"
+
+
+@app.command()
+def up(
+    spec: Path = SpecArg,
+    output: Output = typer.Option(Output.text, "--output", "-o", help="json: no live view, one JSON report on stdout."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Make the previewed cloud changes without asking (pipelines)."),
+    break_lock: bool = BreakLockOpt,
+) -> None:
+    """Bring the cluster to the spec: cloud resources (AWS: preflight, preview, confirm), then lab nodes or hosts
+    converged with Ansible, then a smoke job.
+
+    Safe to repeat: a second run repairs what an interrupted or failed one left. Exit 0 when the smoke job passed.
+    """
+    import json
+
+    from clusterctl.ops.up import print_summary
+    from clusterctl.ops.up import up as do_up
+    from clusterctl.cli.output import console, print_findings
+
+    cluster = _load(spec, output)
+    quiet = output is Output.json
+    out = console(stderr=quiet)
+    _maybe_break_lock(cluster.name, break_lock, out)
+    report, plan, access = do_up(cluster, out, quiet=quiet, confirm=_confirm_cloud(out, yes, quiet, cluster),
+                                 on_findings=lambda fs: print_findings(fs, str(spec), stderr=True))
+    if quiet:
+        sys.stdout.write(json.dumps(report.to_dict(plan, access), indent=2) + "\n")
+    else:
+        print_summary(out, report, plan, access)
+    raise typer.Exit(0 if report.ok else 1)
+
+
+@app.command()
+def down(
+    spec: Path = SpecArg,
+    force: bool = typer.Option(False, "--force", help="Go ahead even while jobs run (they are killed)."),
+    break_lock: bool = BreakLockOpt,
+    output: Output = typer.Option(Output.text, "--output", "-o"),
+) -> None:
+    """Take the cluster down: lab nodes removed completely; owned hosts drained and the daemons clusterctl started
+    stopped (no data touched);
+    aws: nodes drained, burst instances terminated, then exactly the cluster's Pulumi stack destroyed."""
+
+    from clusterctl.ops.down import down as do_down
+    from clusterctl.cli.output import console, document
+
+    cluster = _load(spec, output)
+    _maybe_break_lock(cluster.name, break_lock, console(stderr=True))
+    result = do_down(cluster, console(stderr=output is Output.json), force=force, quiet=output is Output.json)
+    if output is Output.json:
+        sys.stdout.write(document(cluster.name, True, result))
+    else:
+        typer.echo(f"cluster {cluster.name} is down")
+
+
+@app.command()
+def status(spec: Path = SpecArg, output: Output = typer.Option(Output.text, "--output", "-o")) -> None:
+    """Nodes of the cluster and their Slurm state."""
+
+    from clusterctl.ops.status import print_status
+    from clusterctl.ops.status import status as do_status
+    from clusterctl.cli.output import console, document
+
+    info = do_status(_load(spec, output))
+    if output is Output.json:
+        sys.stdout.write(document(info.get("cluster"), not info.get("controller_error"), info))
+    else:
+        print_status(console(), info)
+
+
+@app.command()
+def apply(
+    spec: Path = SpecArg,
+    plan_file: Optional[Path] = typer.Option(None, "--plan", help="The reviewed plan (`plan --out`): refused if stale."),
+    allow_replace: bool = typer.Option(False, "--allow-replace", help="Allow changes that replace nodes or resources."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Make the previewed cloud changes without asking."),
+    break_lock: bool = BreakLockOpt,
+    output: Output = typer.Option(Output.text, "--output", "-o"),
+) -> None:
+    """Apply a spec change as planned: stale plans, forbidden changes and unallowed replacements are refused;
+    drain changes roll out batch by batch. Exit 0 applied (or nothing to do), 1 refused or failed."""
+    import json
+
+    from clusterctl.ops.apply import apply as do_apply
+    from clusterctl.ops.up import print_summary
+    from clusterctl.cli.output import console, print_findings
+
+    cluster = _load(spec, output)
+    quiet = output is Output.json
+    out = console(stderr=quiet)
+    _maybe_break_lock(cluster.name, break_lock, out)
+    report, up_report, plan, access = do_apply(
+        cluster, out, plan_file=plan_file, allow_replace=allow_replace, quiet=quiet,
+        confirm=_confirm_cloud(out, yes, quiet, cluster), on_findings=lambda fs: print_findings(fs, str(spec), stderr=True))
+    if up_report is None:
+        if quiet:
+            sys.stdout.write(json.dumps({"cluster": cluster.name, "ok": True, "changes": False}) + "\n")
+        else:
+            typer.echo(f"cluster {cluster.name}: no changes")
+        raise typer.Exit(0)
+    if quiet:
+        sys.stdout.write(json.dumps({**up_report.to_dict(plan, access), "policy": report.policy}, indent=2) + "\n")
+    else:
+        for b in up_report.batches:
+            out.print(escape(f"batch {', '.join(b['nodes'])}: {b['why']}") + (f" [red]{escape(b['error'])}[/]" if b.get("error") else ""))
+        print_summary(out, up_report, plan, access)
+    raise typer.Exit(0 if up_report.ok else 1)
+
+
+@app.command()
+def drift(spec: Path = SpecArg, output: Output = typer.Option(Output.text, "--output", "-o")) -> None:
+    """Compare the live cluster with the last apply (Ansible check mode on every host; the cloud stack through
+    Pulumi). Exit 0 no drift, 2 drift (names host and file), 1 could not tell."""
+
+    from clusterctl.ops.drift import drift as do_drift
+    from clusterctl.ops.drift import print_drift
+    from clusterctl.cli.output import console, document
+
+    cluster = _load(spec, output)
+    report = do_drift(cluster, console(stderr=True) if output is Output.text else None)
+    if output is Output.json:
+        sys.stdout.write(document(cluster.name, report["complete"] and not report["drift"], report))
+    else:
+        print_drift(console(), report)
+    raise typer.Exit(2 if report["drift"] else 0 if report["complete"] else 1)
+
+
+def _confirm_cloud(out, yes: bool, quiet: bool, cluster):
+    """After the Pulumi preview: show what it will do and what the cluster costs per hour, then ask (or --yes)."""
+    def confirm(preview) -> bool:
+        from clusterctl.engines.aws.progress import print_changes
+        from clusterctl.economics.cost import estimate_cost
+
+        print_changes(out, preview.changes)
+        cost = estimate_cost(cluster)
+        out.print(f"cost once up: ${cost.total_hourly_usd:,.2f}/hour, ${cost.total_monthly_usd:,.0f}/month"
+                  + ("" if cost.complete else " (some pools could not be priced)") + "; details: `clusterctl cost`",
+                  markup=False, highlight=False)
+        if yes:
+            return True
+        if not out.is_terminal or quiet:
+            out.print("not confirmed: pass --yes to make these changes without a terminal")
+            return False
+        return typer.confirm("make these AWS changes?")
+
+    return confirm
+
+
+def _maybe_break_lock(cluster: str, break_lock: bool, out) -> None:
+    if not break_lock:
+        return
+    from clusterctl.state.lock import describe
+    from clusterctl.state import ClusterState
+
+    holder = ClusterState(cluster).break_lock()  # refuses (LockedError) while a live run holds the lock
+    out.print(f"cleared the lock info left by {describe(holder)}, which is gone" if holder else "no lock was held",
+              markup=False)
+
+
+from clusterctl.cli.economics import register as _register_economics  # noqa: E402
+from clusterctl.cli.check import register as _register_check  # noqa: E402
+
+_register_check(app, _load)
+_register_economics(app, _load)
+
+# Slurm's power-saving programs; the module imports only typer until a burst command runs (boto3 stays lazy).
+from clusterctl.engines.aws.burst.cli import burst_app  # noqa: E402
+
+app.add_typer(burst_app, name="burst")
+
+
+def main() -> None:
+    """Entry point: run the app; print clusterctl errors without tracebacks (unless --debug)."""
+    from clusterctl.core.errors import ClusterctlError
+
+    try:
+        # Without standalone mode click returns the code of typer.Exit instead of exiting.
+        rc = app(standalone_mode=False)
+        sys.exit(rc if isinstance(rc, int) else 0)
+    except typer.Exit as e:
+        sys.exit(e.exit_code)
+    except ClusterctlError as e:
+        _fail(str(e), getattr(e, "findings", None), e.exit_code)
+    except KeyboardInterrupt:
+        _fail("interrupted", None, 130)
+    except Exception as e:  # noqa: BLE001 - the last line of defence: no tracebacks for users
+        usage, aborts = _cli_exception_types()
+        if isinstance(e, usage):
+            e.show()  # the parser's own message, with the usage line
+            sys.exit(1)  # never click's 2: for plan and drift, 2 means "changes"
+        if isinstance(e, aborts):
+            _fail("aborted", None, 1)
+        _fail(f"internal error: {type(e).__name__}: {e} (rerun with --debug for the traceback)", None, 1)
+
+
+def _cli_exception_types() -> tuple[tuple[type, ...], tuple[type, ...]]:
+    """Usage-error and abort classes of the parser: typer's own (it ships its own click since 0.20) and, for older
+    typer, click's."""
+    usage: list[type] = []
+    aborts: list[type] = [typer.Abort]
+    try:
+        from typer._click.exceptions import ClickException as TyperClickException
+
+        usage.append(TyperClickException)
+    except ImportError:
+        pass
+    try:
+        import click
+
+        usage.append(click.exceptions.ClickException)
+        aborts.append(click.exceptions.Abort)
+    except ImportError:
+        pass
+    return tuple(usage), tuple(aborts)
+
+
+def _fail(message: str, findings, code: int) -> None:
+    from clusterctl.cli.output import console
+
+    if _state["debug"]:
+        import traceback
+
+        traceback.print_exc()
+    console(stderr=True).print(f"[bold red]error:[/] {escape(message)}", highlight=False)
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    main()

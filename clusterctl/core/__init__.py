@@ -1,0 +1,1 @@
+"""Shared vocabulary (errors, findings, hostlists, resource paths): imports nothing else of clusterctl."""

@@ -1,0 +1,202 @@
+"""cloud_up / cloud_down: the AWS part of `clusterctl up` and `clusterctl down`.
+
+Order of cloud_up, each step only after the previous one passed:
+  require the pulumi CLI (and the aws plugin)  -> nothing touched yet, not even the state dir
+  preflight with boto3                          -> account checks; errors stop here, nothing created
+  preview                                       -> what the stack will create/update/delete
+  confirm callback                              -> the user (or --yes) agrees to exactly that preview
+  up                                            -> resources created
+  outputs                                       -> node addresses / instance ids for the inventory
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import subprocess
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from clusterctl.engines.aws.errors import NotConfirmed, PreflightFailed
+from clusterctl.compile.model import ClusterPlan
+from clusterctl.core.findings import Finding, Level
+from clusterctl.state import ClusterState
+
+ADMIN_CIDR_ENV = "CLUSTERCTL_ADMIN_CIDR"
+
+
+@dataclass
+class CloudOutputs:
+    """What the stack reports back, shaped for the rest of clusterctl."""
+
+    addresses: dict[str, str] = field(default_factory=dict)  # node name -> private IP (feeds compile_plan(addresses=))
+    instance_ids: dict[str, str] = field(default_factory=dict)  # node name (and the controller) -> instance id
+    controller: dict | None = None  # {name, private_ip, public_ip, instance_id} for an aws controller
+    fsx_sources: dict[str, str] = field(default_factory=dict)  # mount point -> "<dns>@tcp:/<mountname>"
+    raw: dict = field(default_factory=dict)
+
+    @classmethod
+    def from_stack(cls, out: dict) -> "CloudOutputs":
+        nodes = out.get("nodes") or {}
+        res = cls(
+            addresses={n: v["private_ip"] for n, v in nodes.items() if v.get("private_ip")},
+            instance_ids={n: v["instance_id"] for n, v in nodes.items()},
+            controller=out.get("controller"),
+            fsx_sources={mp: f"{v['dns_name']}@tcp:/{v['mount_name']}" for mp, v in (out.get("fsx") or {}).items()},
+            raw=out,
+        )
+        if res.controller:
+            res.instance_ids[res.controller["name"]] = res.controller["instance_id"]
+        return res
+
+
+@dataclass
+class CloudUpResult:
+    findings: list[Finding]
+    preview: object  # automation.Preview
+    outputs: CloudOutputs
+
+
+def ensure_ssh_key(state: ClusterState) -> tuple[Path, str]:
+    """The cluster's admin SSH key for cloud nodes (private key path, public key line); made once."""
+    key = state.secrets_dir / "aws_admin_ed25519"
+    pub = key.with_name(key.name + ".pub")
+    if not key.exists() or not pub.exists():
+        key.unlink(missing_ok=True)
+        pub.unlink(missing_ok=True)
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"clusterctl-{state.cluster}", "-f", str(key)],
+                       check=True, capture_output=True)
+    return key, pub.read_text().strip()
+
+
+def _munge_b64(state: ClusterState) -> str:
+    from clusterctl.state.secrets import ensure_munge_key
+
+    return base64.b64encode(ensure_munge_key(state).read_bytes()).decode()
+
+
+@contextmanager
+def _progress(console, title: str, quiet: bool, on_event: Callable | None):
+    """Yields the on_event callback for one Pulumi operation: the live view (on a console) plus the caller's."""
+    if console is None:
+        yield on_event
+        return
+    from clusterctl.engines.aws.progress import PulumiProgress
+
+    with PulumiProgress(console, title, quiet=quiet) as view:
+        def both(ev):
+            view.event(ev)
+            if on_event is not None:
+                on_event(ev)
+        yield both
+
+
+def stack_settings(plan: ClusterPlan, state: ClusterState, admin_cidr: str | None = None):
+    """The stack config of this build plus the runtime settings (admin key, munge key, admin CIDR, cluster id)."""
+    from clusterctl.state.secrets import ensure_cluster_id
+    from clusterctl.engines.aws import automation
+    from clusterctl.render.cloud import cloud_config
+
+    _, public_key = ensure_ssh_key(state)
+    return automation.StackSettings(
+        cluster=plan.name, config=cloud_config(plan), backend=automation.backend_url(state, plan.pulumi_backend),
+        munge_key_b64=_munge_b64(state), cluster_id=ensure_cluster_id(state), ssh_public_key=public_key,
+        admin_cidr=admin_cidr or os.environ.get(ADMIN_CIDR_ENV) or None)
+
+
+def cloud_up(plan: ClusterPlan, state: ClusterState, *, confirm: Callable[[object], bool],
+             console=None, quiet: bool = False, on_event: Callable | None = None, api=None,
+             admin_cidr: str | None = None, on_findings: Callable[[list[Finding]], None] | None = None) -> CloudUpResult:
+    """Create or update the cluster's AWS resources; see the module docstring for the order.
+
+    confirm(preview) -> bool decides after the preview (pass `lambda p: True` for --yes). Raises PulumiCliMissing,
+    PreflightFailed (findings attached), NotConfirmed or CloudError; in the first two cases nothing was touched.
+    """
+    from clusterctl.engines.aws import automation
+    from clusterctl.engines.aws.preflight import run_preflight
+
+    pulumi_bin = automation.require_pulumi_cli()
+    automation.require_aws_plugin(pulumi_bin)
+
+    findings = run_preflight(plan, api)
+    if on_findings is not None:
+        on_findings(findings)
+    errors = [f for f in findings if f.level is Level.ERROR]
+    if errors:
+        raise PreflightFailed(f"the AWS account cannot host {plan.name} as specified ({len(errors)} error(s)); nothing was created",
+                              findings)
+
+    stack = automation.open_stack(state, stack_settings(plan, state, admin_cidr))
+
+    with _progress(console, f"previewing {plan.name} (aws)", quiet, on_event) as cb:
+        preview = automation.preview(stack, on_event=cb)
+    if not confirm(preview):
+        raise NotConfirmed(f"not confirmed; nothing was changed in the {plan.name} stack")
+    with _progress(console, f"creating {plan.name} (aws)", quiet, on_event) as cb:
+        out = automation.up(stack, on_event=cb)
+    return CloudUpResult(findings, preview, CloudOutputs.from_stack(out))
+
+
+def _existing_stack(plan: ClusterPlan, state: ClusterState):
+    from clusterctl.engines.aws import automation
+
+    return automation.existing_stack(state, plan.name, automation.backend_url(state, plan.pulumi_backend))
+
+
+def existing_stack_or_reason(plan: ClusterPlan, state: ClusterState):
+    """(stack, None) when the pulumi CLI and the cluster's stack are there, else (None, why not). Creates nothing."""
+    from clusterctl.engines.aws import automation
+    from clusterctl.engines.aws.errors import CloudError
+
+    try:
+        automation.require_aws_plugin(automation.require_pulumi_cli())
+        stack = _existing_stack(plan, state)
+    except CloudError as e:
+        return None, str(e)
+    if stack is None:
+        return None, "no Pulumi stack for this cluster in the state backend yet: `up` creates every resource"
+    return stack, None
+
+
+def cloud_preview(plan: ClusterPlan, state: ClusterState) -> dict:
+    """For `plan`: the Pulumi preview of this build's stack config against the live stack (creates, updates,
+    replaces, deletes and the resources each one hits). Reports why when it cannot preview; never creates a stack."""
+    from clusterctl.engines.aws import automation
+
+    from clusterctl.state.lock import LockedError
+
+    stack, reason = existing_stack_or_reason(plan, state)
+    if stack is None:
+        return {"checked": False, "reason": reason}
+    # The preview sets this build's config on the stack: never while an apply or up is between its own config and
+    # its `pulumi up`. A held lock is reported, not waited for (plan stays read-only and quick).
+    try:
+        with state.lock("plan (cloud preview)"):
+            preview = automation.preview(automation.open_stack(state, stack_settings(plan, state)))
+    except LockedError as e:
+        return {"checked": False, "reason": f"not previewed while another run holds the lock: {e}"}
+    return {"checked": True, "changes": {k: v for k, v in preview.changes.items() if k != "same" and v},
+            "steps": [{"op": op, "type": typ, "name": name} for op, typ, name in preview.steps]}
+
+
+def cloud_outputs(plan: ClusterPlan, state: ClusterState) -> CloudOutputs | None:
+    """Outputs of the existing stack (for `status` / a later converge), None when there is none."""
+    from clusterctl.engines.aws import automation
+
+    stack = _existing_stack(plan, state)
+    return CloudOutputs.from_stack(automation.outputs(stack)) if stack is not None else None
+
+
+def cloud_down(plan: ClusterPlan, state: ClusterState, *, console=None, quiet: bool = False,
+               on_event: Callable | None = None) -> dict[str, int]:
+    """Destroy exactly this cluster's stack (the caller drains Slurm first). Returns Pulumi's change counts."""
+    from clusterctl.engines.aws import automation
+
+    automation.require_pulumi_cli()
+    stack = _existing_stack(plan, state)
+    if stack is None:
+        return {}
+    with _progress(console, f"destroying {plan.name} (aws)", quiet, on_event) as cb:
+        return automation.destroy(stack, on_event=cb)

@@ -1,0 +1,1 @@
+"""How clusterctl reaches hosts over SSH: host-key policy and remote commands."""

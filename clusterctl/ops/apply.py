@@ -1,0 +1,118 @@
+"""`clusterctl apply`: apply exactly the reviewed plan, with its policies enforced.
+
+Refused when the plan is stale (the spec, the rendered build or the applied state moved since it was made), when a
+change is `forbidden`, and when a change is `replace` without --allow-replace. `drain` changes roll out in batches.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from clusterctl.diff import build_report
+from clusterctl.diff.report import PlanReport
+from clusterctl.core.errors import ClusterctlError
+from clusterctl.render import render_spec
+from clusterctl.state import ClusterState
+
+
+class StalePlan(ClusterctlError):
+    pass
+
+
+class PolicyRefused(ClusterctlError):
+    pass
+
+
+def current_report(spec) -> PlanReport:
+    _, files = render_spec(spec)
+    return build_report(spec.name, ClusterState(spec.name).applied_build(), files)
+
+
+def check_fresh(saved: dict, report: PlanReport) -> None:
+    was, now = saved.get("fingerprint") or {}, report.fingerprint
+    if was.get("spec") != now["spec"]:
+        raise StalePlan("stale plan: the spec changed since the plan was made; run `clusterctl plan` again and review it")
+    if was.get("build") != now["build"]:
+        raise StalePlan("stale plan: the rendered build differs from the reviewed one (templates or clusterctl changed); "
+                        "run `clusterctl plan` again")
+    if was.get("applied") != now["applied"]:
+        raise StalePlan("stale plan: the cluster was applied since the plan was made (its applied state moved); "
+                        "run `clusterctl plan` again")
+
+
+def check_policy(report: PlanReport, allow_replace: bool) -> None:
+    forbidden = [c for c in report.spec_changes if c.policy.value == "forbidden"]
+    if forbidden:
+        raise PolicyRefused("refused: " + "; ".join(f"{c.path} cannot change on an existing cluster ({c.old} -> {c.new})"
+                                                    for c in forbidden))
+    replace = [c for c in report.spec_changes if c.policy.value == "replace"]
+    if replace and not allow_replace:
+        raise PolicyRefused(
+            "refused: these changes replace nodes or cloud resources: "
+            + "; ".join(f"{c.path} ({c.old} -> {c.new})" for c in replace)
+            + ". Pass --allow-replace to go ahead."
+        )
+
+
+def reviewed_cloud(saved: dict | None, confirm):
+    """apply --plan: what Pulumi previews now must be what the plan's reviewers saw (the same resources, each with
+    the same operation); a stack that moved since (a console edit, a plain `pulumi up`) makes the plan stale.
+    Plans made where no preview was possible (no CLI, no stack yet) said so; for those the confirmation decides."""
+    cloud = (saved or {}).get("cloud") or {}
+    if not cloud.get("checked"):
+        return confirm
+
+    reviewed = sorted((s["op"], s["type"], s["name"]) for s in cloud.get("steps", []))
+
+    def gate(preview) -> bool:
+        now = sorted(tuple(s) for s in preview.steps)
+        if now != reviewed:
+            extra, gone = sorted(set(now) - set(reviewed)), sorted(set(reviewed) - set(now))
+            detail = "; ".join([f"now also {op} {name}" for op, _, name in extra[:3]] +
+                               [f"no longer {op} {name}" for op, _, name in gone[:3]])
+            raise StalePlan(f"stale plan: the cloud preview differs from the reviewed one ({detail}); the stack moved "
+                            "since the plan was made: run `clusterctl plan` again and review it. Nothing was changed")
+        return confirm(preview) if confirm else False
+
+    return gate
+
+
+def load_saved(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise ClusterctlError(f"{path}: not a saved plan ({e}); save one with `clusterctl plan SPEC --out {path}`") from None
+
+
+def apply(spec, console, plan_file: Path | None = None, allow_replace: bool = False, quiet: bool = False,
+          confirm=None, on_findings=None):
+    """Returns (report, up_report, plan, access); up_report is None when there was nothing to do."""
+    from clusterctl.ops.rolling import Rollout
+    from clusterctl.ops.up import has_aws, up
+
+    saved = load_saved(plan_file) if plan_file else None
+
+    def gates() -> PlanReport:
+        report = current_report(spec)
+        if saved is not None:
+            check_fresh(saved, report)
+        check_policy(report, allow_replace)
+        return report
+
+    gates()  # read-only: a stale or refused plan is named as such, even where the pulumi CLI is missing
+    if has_aws(spec):
+        from clusterctl.engines.aws.automation import require_pulumi_cli
+
+        require_pulumi_cli()  # before the lock and the state dir: without the CLI nothing may change
+    # The whole apply holds the lock: the plan is judged again against an applied state nobody else can move meanwhile.
+    with ClusterState(spec.name).lock("apply"):
+        report = gates()
+        if not report.has_changes:
+            return report, None, None, None
+        log = (lambda m: None) if quiet else (lambda m: console.print(f"  {m}", markup=False))
+        needs_rolling = report.policy in ("drain", "replace") or any(n.kind == "removed" for n in report.nodes)
+        up_report, plan, access = up(spec, console, quiet=quiet, confirm=reviewed_cloud(saved, confirm),
+                                     on_findings=on_findings, locked=True,
+                                     rollout=Rollout(report, console, quiet, log=log) if needs_rolling else None)
+    return report, up_report, plan, access

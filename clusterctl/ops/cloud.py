@@ -1,0 +1,17 @@
+"""The cloud stack's outputs as compile's LiveFacts: node addresses, the jump host, FSx mount sources."""
+
+from __future__ import annotations
+
+from clusterctl.compile.model import LiveFacts
+from clusterctl.compile.nodes import AWS_ADMIN
+
+
+def cloud_facts(outputs) -> LiveFacts:
+    """outputs: clusterctl.engines.aws.up.CloudOutputs."""
+    addresses = dict(outputs.addresses)
+    jump = None
+    if outputs.controller:
+        addresses[outputs.controller["name"]] = outputs.controller["private_ip"]
+        if outputs.controller.get("public_ip"):
+            jump = f"{AWS_ADMIN}@{outputs.controller['public_ip']}"
+    return LiveFacts(addresses=addresses, jump_host=jump, mount_sources=dict(outputs.fsx_sources))

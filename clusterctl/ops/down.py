@@ -1,0 +1,89 @@
+"""`clusterctl down`: lab nodes removed completely; owned hosts drained and the daemons clusterctl started stopped
+(playbooks/down.yml), nothing else touched; aws: burst instances terminated, then exactly the cluster's stack
+destroyed. Refuses while jobs run unless forced."""
+
+from __future__ import annotations
+
+import json
+
+from clusterctl.engines.ansible.progress import Progress, print_recap
+from clusterctl.engines.ansible.runner import PlaybookRun, run_playbook
+from clusterctl.ops.access import access_for
+from clusterctl.compile.model import ClusterPlan
+from clusterctl.core.errors import ClusterctlError
+from clusterctl.engines.ssh.remote import RemoteError
+from clusterctl.render import layout
+from clusterctl.state import ClusterState
+
+
+class JobsRunning(ClusterctlError):
+    pass
+
+
+def plan_from_build(build: dict[str, str]) -> dict:
+    return json.loads(build[layout.PLAN_JSON])
+
+
+def running_jobs(access, plan: ClusterPlan) -> list[str]:
+    try:
+        r = access.remote(plan.controller).run("squeue -h -t RUNNING,COMPLETING -o '%i %u %j %N'", timeout=30)
+    except RemoteError:
+        return []  # no controller answering: nothing can be running through it
+    return [ln for ln in r.stdout.splitlines() if ln.strip()]
+
+
+def down(spec, console, force: bool = False, quiet: bool = False) -> dict:
+    from clusterctl.render import render_spec
+
+    from clusterctl.ops.up import has_aws
+
+    if has_aws(spec):
+        from clusterctl.engines.aws.automation import require_pulumi_cli
+
+        require_pulumi_cli()  # the stack can only be destroyed through Pulumi: say so before draining anything
+    state = ClusterState(spec.name)
+    with state.lock("down"):
+        plan, _ = render_spec(spec)
+        say = (lambda m: None) if quiet else (lambda m: console.print(f"  {m}", markup=False))
+        access = access_for(plan, state, say)
+        jobs = running_jobs(access, plan) if _controller_up(access, plan) else []
+        if jobs and not force:
+            raise JobsRunning(f"{len(jobs)} job(s) running on cluster {plan.name} (first: {jobs[0]}); "
+                              "wait for them or pass --force")
+        result = {"cluster": plan.name, "jobs_killed": len(jobs) if force else 0}
+        # Owned and rented nodes are drained and their Slurm stopped first (through the last build's inventory,
+        # which holds the cloud nodes' addresses); for rented ones a failure here does not stop the destroy.
+        remote = [n for n in plan.all_nodes if n.provider in ("onprem", "aws")]
+        if remote:
+            build = state.dir / "build"
+            if not (build / layout.INVENTORY).exists():
+                raise ClusterctlError(f"no build for {plan.name} in {state.dir}: was it ever brought up from here?")
+            with Progress(console, f"stopping Slurm on {plan.name}", quiet=quiet) as progress:
+                r = run_playbook(PlaybookRun(build_dir=build, playbook="down.yml", ssh=access.ssh), progress.event)
+            if not quiet:
+                print_recap(console, r)
+            result["owned"] = r.to_dict()
+            if not r.ok and not has_aws(spec):
+                raise ClusterctlError(f"stopping Slurm failed on {len(r.failures)} host(s); nothing else was changed")
+        if has_aws(spec):
+            from clusterctl.engines.aws.burst.teardown import release_burst_instances
+            from clusterctl.engines.aws.up import cloud_down
+
+            # Nodes Slurm powered up are not the stack's: terminated first (by tag), or they would keep running
+            # and hold the subnets the destroy removes.
+            from clusterctl.state.secrets import ensure_cluster_id
+
+            result["burst_terminated"] = release_burst_instances(plan, ensure_cluster_id(state), say)
+            # Exactly the stack this cluster's state names: nothing else in the account is looked at.
+            result["aws"] = cloud_down(plan, state, console=console, quiet=quiet)
+        if access.lab is not None:
+            access.lab.down()
+            result["lab_removed"] = [n.name for n in plan.all_nodes if n.provider == "local"]
+        state.forget_applied()
+        return result
+
+
+def _controller_up(access, plan) -> bool:
+    if access.lab is not None:
+        return any(s.running for s in access.lab.status() if s.name == plan.controller.name)
+    return True

@@ -1,0 +1,48 @@
+"""The parts of a plan that look beyond the two builds: the cost delta and, on request, the live hosts."""
+
+from __future__ import annotations
+
+import json
+
+from clusterctl.diff.report import PlanReport
+from clusterctl.render import layout
+
+
+def add_cost(report: PlanReport, old_build: dict[str, str], spec) -> None:
+    """Monthly cost before and after (from the dated price table): what the change costs in money."""
+    from clusterctl.economics.cost import estimate_cost
+    from clusterctl.spec.cluster import ClusterSpec
+
+    new = estimate_cost(spec)
+    old = estimate_cost(ClusterSpec.model_validate(json.loads(old_build[layout.SPEC_JSON]))) if old_build else None
+    report.cost = {
+        "old_monthly_usd": round(old.total_monthly_usd, 2) if old else 0.0,
+        "new_monthly_usd": round(new.total_monthly_usd, 2),
+        "delta_monthly_usd": round(new.total_monthly_usd - (old.total_monthly_usd if old else 0.0), 2),
+        "complete": new.complete and (old is None or old.complete),
+        "prices": new.prices,
+    }
+
+
+def add_hosts(report: PlanReport, spec, state, files: dict[str, str]) -> None:
+    """Ansible check mode with the new build on the live hosts (needs the cluster to be up)."""
+    from clusterctl.ops.access import access_for
+    from clusterctl.ops.hostcheck import check_hosts
+    from clusterctl.state.secrets import ensure_munge_key
+    from clusterctl.render import render_spec
+    from clusterctl.render.write import write_build
+
+    plan, _ = render_spec(spec)
+    build = state.dir / "plan-build"
+    write_build(files, build)
+    report.hosts = check_hosts(build, access_for(plan, state, lambda m: None), ensure_munge_key(state))
+
+
+def add_cloud(report: PlanReport, spec, state) -> None:
+    """The Pulumi preview of the new build against the cluster's stack (aws pools only)."""
+    from clusterctl.ops.up import has_aws
+    from clusterctl.engines.aws.up import cloud_preview
+    from clusterctl.compile import compile_plan
+
+    if has_aws(spec):
+        report.cloud = cloud_preview(compile_plan(spec), state)

@@ -1,0 +1,121 @@
+"""Rolling changes: a change whose policy is `drain` is applied batch by batch. Each batch is drained (its jobs
+finish), converged and resumed before the next is touched, so never more than one batch is out of service.
+The controller goes first (it only reloads); nodes the change does not touch are converged live at the end."""
+
+from __future__ import annotations
+
+import time
+
+from clusterctl.core import hostlist
+from clusterctl.engines.ansible.result import Failure, RunResult, merge
+from clusterctl.ops.smoke import node_states
+from clusterctl.compile.model import ClusterPlan
+from clusterctl.diff.report import PlanReport
+from clusterctl.render import layout
+
+DRAINED = {"drained", "down", "drain"}  # sinfo %T once no job runs on a drained node
+DISRUPTIVE = ("drain", "replace")  # policies whose nodes are taken out of service while they change
+
+
+def affected_nodes(report: PlanReport, plan: ClusterPlan) -> list[str]:
+    """Static compute nodes a drain- or replace-policy line touches: named in slurm.conf, or every node of a pool whose files
+    changed, or every node when a cluster-wide file changed with that policy."""
+    static = [n.name for n in plan.nodes if not n.cloud]
+    pools = {p.name: [n.name for n in plan.nodes_of(p.name) if not n.cloud] for p in plan.pools}
+    pool_files = {}
+    for p in plan.pools:
+        for tmpl in (layout.NCCL_ENV, layout.HEALTH_CONF):
+            pool_files[tmpl.format(pool=p.name)] = p.name
+        pool_files[f"{layout.GROUP_VARS}/{layout.pool_group(p.name)}.yml"] = p.name
+    hit: set[str] = set()
+    for f in report.files:
+        for h in f.hunks:
+            lines = [(i, ln) for i, ln in enumerate(h.lines) if h.line_policies.get(i) in DISRUPTIVE]
+            if not lines:
+                continue
+            if f.path == layout.SLURM_CONF:
+                for _, ln in lines:
+                    name = ln[1:].split()[0].removeprefix("NodeName=") if ln[1:].startswith("NodeName=") else None
+                    if name:
+                        hit.update(x for x in _expand(name) if x in static)
+                    else:
+                        hit.update(static)  # a cluster-wide slurm.conf setting
+            elif f.path in pool_files:
+                hit.update(pools[pool_files[f.path]])
+            else:
+                hit.update(static)
+    return [n for n in static if n in hit]
+
+
+def _expand(expr: str) -> list[str]:
+    try:
+        return hostlist.expand(expr)
+    except hostlist.HostlistError:
+        return []
+
+
+def batches(nodes: list[str], size: int) -> list[list[str]]:
+    return [nodes[i : i + size] for i in range(0, len(nodes), size)]
+
+
+class Rollout:
+    """Callable handed to `up`: converges the cluster in phases (see the module docstring)."""
+
+    def __init__(self, report: PlanReport, console, quiet: bool, fast: bool = True, log=None):
+        self.report, self.console, self.quiet, self.fast = report, console, quiet, fast
+        self.log = log or (lambda m: None)
+
+    def __call__(self, plan, build, access, key) -> tuple[RunResult, list[dict]]:
+        from clusterctl.ops.up import converge
+
+        ctl = access.remote(plan.controller)
+        removed = [n.name for n in self.report.nodes if n.kind == "removed"]
+        todo = batches([n for n in affected_nodes(self.report, plan) if n not in removed], plan.slurm.drain_batch_size)
+        timeline: list[dict] = []
+        results: list[RunResult] = []
+
+        def run(limit: str, title: str) -> RunResult:
+            r = converge(build, access, key, self.console, self.quiet, fast=self.fast, title=title, limit=limit)
+            results.append(r)
+            return r
+
+        def stop(entry: dict) -> tuple[RunResult, list[dict]]:
+            results.append(RunResult(status="failed", failures=[Failure(hostlist.compress(entry["nodes"]), "drain", entry["error"])]))
+            return merge(results), timeline
+
+        # Nodes leaving the cluster are drained before slurmctld forgets them (their jobs finish first).
+        if removed and self._drain(ctl, removed, plan, timeline, "leaving the cluster").get("error"):
+            return stop(timeline[-1])
+        if not run(plan.controller.name, "controller").ok:
+            return merge(results), timeline
+        done = set(removed)
+        for i, batch in enumerate(todo):
+            entry = self._drain(ctl, batch, plan, timeline, f"rolling update, batch {i + 1} of {len(todo)}")
+            if entry.get("error"):
+                return stop(entry)
+            if not run(",".join(batch), f"batch {i + 1}: {hostlist.compress(batch)}").ok:
+                return merge(results), timeline  # the batch stays drained: fix and apply again
+            ctl.run(f"scontrol update nodename={hostlist.compress(batch)} state=resume", timeout=60)
+            entry["resumed_at"] = time.time()
+            done.update(batch)
+        rest = [n.name for n in plan.nodes if not n.cloud and n.name not in done]
+        if rest:
+            run(",".join(rest), "remaining nodes (live)")
+        return merge(results), timeline
+
+    def _drain(self, ctl, nodes: list[str], plan, timeline: list[dict], why: str) -> dict:
+        hl = hostlist.compress(nodes)
+        entry = {"nodes": nodes, "why": why, "drained_at": time.time()}
+        timeline.append(entry)
+        self.log(f"draining {hl} ({why})")
+        ctl.run(f"scontrol update nodename={hl} state=drain reason='clusterctl: {why}'", timeout=60)
+        deadline = time.monotonic() + plan.slurm.drain_timeout
+        while time.monotonic() < deadline:
+            states = node_states(ctl, nodes)
+            if states and all(s in DRAINED for s in states.values()):
+                entry["drained_at"] = time.time()
+                return entry
+            time.sleep(2)
+        ctl.run(f"scontrol update nodename={hl} state=resume", timeout=60, check=False)
+        entry["error"] = f"{hl} still running jobs after {plan.slurm.drain_timeout}s; resumed, nothing changed on it"
+        return entry
