@@ -129,16 +129,17 @@ def test_cloud_confirmation_shows_the_preview_and_the_hourly_cost():
     from clusterctl.cli import _confirm_cloud
     from clusterctl.engines.aws.automation import Preview
     from clusterctl.economics.cost import estimate_cost
+    from clusterctl.render.compiled import Compiled
     from clusterctl.validate import load_valid
 
     spec = load_valid(example("aws-p5-spot.yaml"))
     buf = io.StringIO()
     out = Console(file=buf, width=200, force_terminal=False)
-    assert _confirm_cloud(out, True, False, spec)(Preview({"create": 52}, [])) is True
+    assert _confirm_cloud(out, True, False, Compiled.of(spec))(Preview({"create": 52}, [])) is True
     text = buf.getvalue()
     hourly = estimate_cost(spec).total_hourly_usd
     assert "52" in text and "create" in text
     assert f"${hourly:,.2f}/hour" in text and hourly > 800  # 16 x p5.48xlarge
     buf.truncate(0)
-    assert _confirm_cloud(out, False, False, spec)(Preview({"create": 52}, [])) is False  # no terminal, no --yes
+    assert _confirm_cloud(out, False, False, Compiled.of(spec))(Preview({"create": 52}, [])) is False  # no terminal, no --yes
     assert "--yes" in buf.getvalue()

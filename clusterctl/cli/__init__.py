@@ -85,6 +85,13 @@ def _load(spec: Path, fmt: Enum = Format.text):
     return loaded.spec
 
 
+def _compile(spec: Path, fmt: Enum = Format.text):
+    """The command's one compile: spec -> plan -> build files, passed down to every step."""
+    from clusterctl.render.compiled import Compiled
+
+    return Compiled.of(_load(spec, fmt))
+
+
 def _cluster_name(loaded) -> str | None:
     return loaded.spec.name if loaded.spec is not None else None
 
@@ -163,11 +170,9 @@ def render(
 ) -> None:
     """Render every config file the cluster runs on into a build directory (same spec, same bytes)."""
     output = _legacy(dir, old_output, "--output/-o", "--dir")
-    from clusterctl.render import render_spec
     from clusterctl.render.write import write_build
 
-    cluster = _load(spec)
-    _, files = render_spec(cluster)
+    files = _compile(spec).files
     changed = write_build(files, output)
     typer.echo(f"rendered {len(files)} files into {output} ({len(changed)} changed)")
 
@@ -187,22 +192,19 @@ def plan(
     """Show exactly what would change and what each change costs. Exit 0: no changes, 2: changes, 1: error."""
     from clusterctl.diff import build_report
     from clusterctl.diff.formats import FORMATS, as_json
-    from clusterctl.render import render_spec
+    from clusterctl.ops.plan_live import add_cloud, add_cost, add_hosts
     from clusterctl.state import ClusterState
 
     format = _legacy(output, old_format, "--format/-f", "--output/-o")
-    cluster = _load(spec, format)
-    _, files = render_spec(cluster)
-    state = ClusterState(cluster.name)
-    old = _against_build(against, cluster.name) if against else state.applied_build()
-    report = build_report(cluster.name, old, files)
-    from clusterctl.ops.plan_live import add_cloud, add_cost, add_hosts
-
-    add_cost(report, old, cluster)
+    compiled = _compile(spec, format)
+    state = ClusterState(compiled.name)
+    old = _against_build(against, compiled.name) if against else state.applied_build()
+    report = build_report(compiled.name, old, compiled.files)
+    add_cost(report, old, compiled)
     if cloud:
-        add_cloud(report, cluster, state)
+        add_cloud(report, compiled, state)
     if hosts:
-        add_hosts(report, cluster, state, files)
+        add_hosts(report, compiled, state)
     sys.stdout.write(FORMATS[format.value](report))
     if out:
         out.write_text(as_json(report))
@@ -258,11 +260,11 @@ def up(
     from clusterctl.ops.up import up as do_up
     from clusterctl.cli.output import console, print_findings
 
-    cluster = _load(spec, output)
+    compiled = _compile(spec, output)
     quiet = output is Output.json
     out = console(stderr=quiet)
-    _maybe_break_lock(cluster.name, break_lock, out)
-    report, plan, access = do_up(cluster, out, quiet=quiet, confirm=_confirm_cloud(out, yes, quiet, cluster),
+    _maybe_break_lock(compiled.name, break_lock, out)
+    report, plan, access = do_up(compiled, out, quiet=quiet, confirm=_confirm_cloud(out, yes, quiet, compiled),
                                  on_findings=lambda fs: print_findings(fs, str(spec), stderr=True))
     if quiet:
         sys.stdout.write(json.dumps(report.to_dict(plan, access), indent=2) + "\n")
@@ -285,13 +287,13 @@ def down(
     from clusterctl.ops.down import down as do_down
     from clusterctl.cli.output import console, document
 
-    cluster = _load(spec, output)
-    _maybe_break_lock(cluster.name, break_lock, console(stderr=True))
-    result = do_down(cluster, console(stderr=output is Output.json), force=force, quiet=output is Output.json)
+    compiled = _compile(spec, output)
+    _maybe_break_lock(compiled.name, break_lock, console(stderr=True))
+    result = do_down(compiled, console(stderr=output is Output.json), force=force, quiet=output is Output.json)
     if output is Output.json:
-        sys.stdout.write(document(cluster.name, True, result))
+        sys.stdout.write(document(compiled.name, True, result))
     else:
-        typer.echo(f"cluster {cluster.name} is down")
+        typer.echo(f"cluster {compiled.name} is down")
 
 
 @app.command()
@@ -302,7 +304,7 @@ def status(spec: Path = SpecArg, output: Output = typer.Option(Output.text, "--o
     from clusterctl.ops.status import status as do_status
     from clusterctl.cli.output import console, document
 
-    info = do_status(_load(spec, output))
+    info = do_status(_compile(spec, output))
     if output is Output.json:
         sys.stdout.write(document(info.get("cluster"), not info.get("controller_error"), info))
     else:
@@ -326,18 +328,18 @@ def apply(
     from clusterctl.ops.up import print_summary
     from clusterctl.cli.output import console, print_findings
 
-    cluster = _load(spec, output)
+    compiled = _compile(spec, output)
     quiet = output is Output.json
     out = console(stderr=quiet)
-    _maybe_break_lock(cluster.name, break_lock, out)
+    _maybe_break_lock(compiled.name, break_lock, out)
     report, up_report, plan, access = do_apply(
-        cluster, out, plan_file=plan_file, allow_replace=allow_replace, quiet=quiet,
-        confirm=_confirm_cloud(out, yes, quiet, cluster), on_findings=lambda fs: print_findings(fs, str(spec), stderr=True))
+        compiled, out, plan_file=plan_file, allow_replace=allow_replace, quiet=quiet,
+        confirm=_confirm_cloud(out, yes, quiet, compiled), on_findings=lambda fs: print_findings(fs, str(spec), stderr=True))
     if up_report is None:
         if quiet:
-            sys.stdout.write(json.dumps({"cluster": cluster.name, "ok": True, "changes": False}) + "\n")
+            sys.stdout.write(json.dumps({"cluster": compiled.name, "ok": True, "changes": False}) + "\n")
         else:
-            typer.echo(f"cluster {cluster.name}: no changes")
+            typer.echo(f"cluster {compiled.name}: no changes")
         raise typer.Exit(0)
     if quiet:
         sys.stdout.write(json.dumps({**up_report.to_dict(plan, access), "policy": report.policy}, indent=2) + "\n")
@@ -357,23 +359,23 @@ def drift(spec: Path = SpecArg, output: Output = typer.Option(Output.text, "--ou
     from clusterctl.ops.drift import print_drift
     from clusterctl.cli.output import console, document
 
-    cluster = _load(spec, output)
-    report = do_drift(cluster, console(stderr=True) if output is Output.text else None)
+    compiled = _compile(spec, output)
+    report = do_drift(compiled, console(stderr=True) if output is Output.text else None)
     if output is Output.json:
-        sys.stdout.write(document(cluster.name, report["complete"] and not report["drift"], report))
+        sys.stdout.write(document(compiled.name, report["complete"] and not report["drift"], report))
     else:
         print_drift(console(), report)
     raise typer.Exit(2 if report["drift"] else 0 if report["complete"] else 1)
 
 
-def _confirm_cloud(out, yes: bool, quiet: bool, cluster):
+def _confirm_cloud(out, yes: bool, quiet: bool, compiled):
     """After the Pulumi preview: show what it will do and what the cluster costs per hour, then ask (or --yes)."""
     def confirm(preview) -> bool:
         from clusterctl.engines.aws.progress import print_changes
         from clusterctl.economics.cost import estimate_cost
 
         print_changes(out, preview.changes)
-        cost = estimate_cost(cluster)
+        cost = estimate_cost(compiled.spec, compiled.plan)
         out.print(f"cost once up: ${cost.total_hourly_usd:,.2f}/hour, ${cost.total_monthly_usd:,.0f}/month"
                   + ("" if cost.complete else " (some pools could not be priced)") + "; details: `clusterctl cost`",
                   markup=False, highlight=False)

@@ -13,6 +13,7 @@ from clusterctl.compile.topology import assign_leaves
 from clusterctl.spec import effective as eff
 from clusterctl.spec.cluster import ClusterSpec
 from clusterctl.spec.pools import AwsPool
+from clusterctl.core.providers import traits
 
 __all__ = ["ClusterPlan", "LiveFacts", "compile_plan"]
 
@@ -24,7 +25,7 @@ def compile_plan(spec: ClusterSpec, facts: LiveFacts | None = None) -> ClusterPl
     all_mounts = mounts(spec, facts)
     cache = local_cache(spec)
     slurm = spec.scheduler.slurm
-    has_local = any(p.provider == "local" for p in spec.pools) or spec.controller.provider == "local"
+    has_local = any(traits(p).lab for p in spec.pools) or traits(spec.controller).lab
     major, minor = (int(x) for x in re.match(r"(\d+)\.(\d+)", spec.software.slurm).groups())
     return ClusterPlan(
         name=spec.name,

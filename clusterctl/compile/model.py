@@ -1,6 +1,7 @@
 """ClusterPlan: what the compiler decided, as plain immutable data. Renderers and engines only read it."""
 
 from __future__ import annotations
+from clusterctl.core.providers import traits
 
 from dataclasses import asdict, dataclass, field
 
@@ -181,7 +182,7 @@ class ClusterPlan:
 
     @property
     def aws_pools(self) -> tuple[PoolPlan, ...]:
-        return tuple(p for p in self.pools if p.provider == "aws")
+        return tuple(p for p in self.pools if traits(p).rented)
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -8,6 +8,7 @@ from clusterctl.compile.model import LiveFacts, Node, SshTarget
 from clusterctl.spec import effective as eff
 from clusterctl.spec.cluster import ClusterSpec
 from clusterctl.spec.pools import AwsPool, LocalPool, OnpremPool
+from clusterctl.core.providers import traits
 
 
 def ssh_target(ssh) -> SshTarget:
@@ -22,9 +23,9 @@ def controller_node(spec: ClusterSpec, facts: LiveFacts) -> Node:
     c = spec.controller
     name = eff.controller_name(spec)
     address, ssh = c.address, ssh_target(c.ssh)
-    if c.provider == "local":
+    if traits(c).lab:
         address = eff.lab_addresses(spec)[0]
-    elif c.provider == "aws":
+    elif traits(c).rented:
         # Reached on its public address (the jump host); its private one is what the cluster uses.
         address, ssh = facts.addresses.get(name), SshTarget(user=AWS_ADMIN, become=True, jump_host=facts.jump_host)
     return Node(
@@ -33,7 +34,7 @@ def controller_node(spec: ClusterSpec, facts: LiveFacts) -> Node:
         provider=c.provider,
         role="controller",
         address=address,
-        instance_type=c.instance_type if c.provider == "aws" else None,
+        instance_type=c.instance_type if traits(c).rented else None,
         ssh=ssh,
     )
 

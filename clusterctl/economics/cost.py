@@ -16,6 +16,7 @@ from clusterctl.catalog.instances import INSTANCE_TYPES
 from clusterctl.catalog.prices import DEFAULT_REGION, HOURS_PER_MONTH, PriceTable
 from clusterctl.compile.model import ClusterPlan, PoolPlan
 from clusterctl.economics.owned import OwnedCost, OwnedCostParams, break_even_months, owned_cost
+from clusterctl.core.providers import traits
 
 
 @dataclass
@@ -129,10 +130,10 @@ def owned_pool_cost(pool: PoolPlan, params: OwnedCostParams) -> tuple[PoolCost, 
 
 
 def rent_vs_buy(pool: PoolPlan, prices: PriceTable, params: OwnedCostParams, utilization: float) -> RentVsBuy | None:
-    if not pool.gpus_per_node or pool.provider == "local":
+    if not pool.gpus_per_node or traits(pool).lab:
         return None
     notes = []
-    if pool.provider == "aws":
+    if traits(pool).rented:
         nodes = pool.static_count if not pool.elastic else pool.max_count
         if pool.elastic:
             notes.append(f"elastic pool sized at its max ({nodes} nodes)")
@@ -173,9 +174,9 @@ def estimate_cost(spec, plan: ClusterPlan | None = None, prices: PriceTable | No
     pools: list[PoolCost] = []
     rvb: list[RentVsBuy] = []
     for pool in plan.pools:
-        if pool.provider == "aws":
+        if traits(pool).rented:
             pools.append(aws_pool_cost(pool, prices))
-        elif pool.provider == "onprem":
+        elif traits(pool).owned:
             pools.append(owned_pool_cost(pool, params)[0])
         else:
             n = len(pool.nodes)
@@ -185,7 +186,7 @@ def estimate_cost(spec, plan: ClusterPlan | None = None, prices: PriceTable | No
         if r is not None:
             rvb.append(r)
     ctl = plan.controller
-    if ctl.provider == "aws":
+    if traits(ctl).rented:
         region = spec.controller.region or next((p.region for p in plan.pools if p.region), DEFAULT_REGION)
         q = prices.quote(ctl.instance_type or spec.controller.instance_type, region, "on-demand")
         pools.append(PoolCost("controller", "aws", "controller", 1, 0, f"{spec.controller.instance_type}: {q.basis}",
@@ -193,7 +194,7 @@ def estimate_cost(spec, plan: ClusterPlan | None = None, prices: PriceTable | No
                               list(q.notes)))
     else:
         pools.append(PoolCost("controller", ctl.provider, "controller", 1, 0,
-                              "owned server without GPUs: not costed" if ctl.provider == "onprem" else "lab node", 0.0, 0.0))
+                              "owned server without GPUs: not costed" if traits(ctl).owned else "lab node", 0.0, 0.0))
     return CostReport(plan.name, prices.name, utilization, asdict(params), pools, rvb)
 
 

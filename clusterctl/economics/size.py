@@ -148,11 +148,74 @@ def _host_groups(nodes: int) -> list[tuple[str, str]]:
     return groups
 
 
+def _aws_body(est: SizeEstimate, name: str, region: str, nodes: int, gpus: int) -> list[str]:
+    itype = aws_instance_for(est.gpu, est.gpus_per_node)
+    if itype is None:
+        raise SizeError(f"no AWS instance type in the catalog has {est.gpus_per_node} x {est.gpu}: use --provider onprem")
+    return [
+        "controller:",
+        "  provider: aws",
+        "  instance_type: m7i.4xlarge",
+        "pools:",
+        "  - name: gpu",
+        "    provider: aws",
+        f"    instance_type: {itype}",
+        f"    region: {region}",
+        f"    availability_zones: [{region}a]",
+        "    market: on-demand          # or capacity-block (with capacity_reservation_id) for a fixed run",
+        f"    count: {nodes}",
+        "storage:",
+        "  local_cache:",
+        "    devices: auto",
+        "    mount_point: /mnt/nvme",
+        "  checkpoints:",
+        f"    s3_bucket: {name}-checkpoints",
+        "    interval_minutes: 10",
+    ]
+
+
+def _onprem_body(est: SizeEstimate, name: str, region: str, nodes: int, gpus: int) -> list[str]:
+    ib = gpus >= ETHERNET_GPU_LIMIT
+    return [
+        "controller:",
+        "  provider: onprem",
+        f"  hostname: {name}-ctl",
+        "  address: 10.0.0.2            # placeholder: your controller",
+        "fabric:",
+        *(["  type: infiniband             # the guide: InfiniBand from 64 GPUs up",
+           "  speed: ndr",
+           f"  rails: {est.gpus_per_node}",
+           "  rail_optimized: true"] if ib else
+          ["  type: roce                   # the guide: Ethernet (RoCEv2) is fine below 64 GPUs",
+           "  speed: 400g"]),
+        "pools:",
+        "  - name: gpu",
+        "    provider: onprem",
+        f"    gpu: {est.gpu}",
+        f"    gpus_per_node: {est.gpus_per_node}",
+        "    hosts:                     # placeholders: your hosts' names and addresses",
+        *[line for names, addrs in _host_groups(nodes) for line in (f"      - names: {names}", f"        addresses: {addrs}")],
+        "storage:",
+        "  local_cache:",
+        "    devices: auto",
+        "    mount_point: /mnt/nvme",
+        "  checkpoints:",
+        "    path: /srv/checkpoints",
+        "    interval_minutes: 10",
+    ]
+
+
+# The starter spec's pools, by the provider asked for.
+STARTER_BODIES = {"aws": _aws_body, "onprem": _onprem_body}
+
+
 def starter_spec(est: SizeEstimate, name: str, provider: str = "aws", region: str = "us-east-1",
                  command: str = "") -> str:
     """A valid cluster spec sized for the estimate (est.gpus GPUs), as commented YAML."""
     nodes = math.ceil(est.gpus / est.gpus_per_node)
     gpus = nodes * est.gpus_per_node
+    if provider not in STARTER_BODIES:
+        raise SizeError(f"provider {provider!r}: {' or '.join(STARTER_BODIES)}")
     head = [
         f"# Starter spec written by `{command or 'clusterctl size'}`.",
         f"# {est.params / 1e9:g}B parameters x {est.tokens / 1e12:g}T tokens on {gpus} x {est.gpu}: "
@@ -163,61 +226,7 @@ def starter_spec(est: SizeEstimate, name: str, provider: str = "aws", region: st
         "apiVersion: clusterctl/v1",
         f"name: {name}",
     ]
-    if provider == "aws":
-        itype = aws_instance_for(est.gpu, est.gpus_per_node)
-        if itype is None:
-            raise SizeError(f"no AWS instance type in the catalog has {est.gpus_per_node} x {est.gpu}: use --provider onprem")
-        body = [
-            "controller:",
-            "  provider: aws",
-            "  instance_type: m7i.4xlarge",
-            "pools:",
-            "  - name: gpu",
-            "    provider: aws",
-            f"    instance_type: {itype}",
-            f"    region: {region}",
-            f"    availability_zones: [{region}a]",
-            "    market: on-demand          # or capacity-block (with capacity_reservation_id) for a fixed run",
-            f"    count: {nodes}",
-            "storage:",
-            "  local_cache:",
-            "    devices: auto",
-            "    mount_point: /mnt/nvme",
-            "  checkpoints:",
-            f"    s3_bucket: {name}-checkpoints",
-            "    interval_minutes: 10",
-        ]
-    elif provider == "onprem":
-        ib = gpus >= ETHERNET_GPU_LIMIT
-        body = [
-            "controller:",
-            "  provider: onprem",
-            f"  hostname: {name}-ctl",
-            "  address: 10.0.0.2            # placeholder: your controller",
-            "fabric:",
-            *(["  type: infiniband             # the guide: InfiniBand from 64 GPUs up",
-               "  speed: ndr",
-               f"  rails: {est.gpus_per_node}",
-               "  rail_optimized: true"] if ib else
-              ["  type: roce                   # the guide: Ethernet (RoCEv2) is fine below 64 GPUs",
-               "  speed: 400g"]),
-            "pools:",
-            "  - name: gpu",
-            "    provider: onprem",
-            f"    gpu: {est.gpu}",
-            f"    gpus_per_node: {est.gpus_per_node}",
-            "    hosts:                     # placeholders: your hosts' names and addresses",
-            *[line for names, addrs in _host_groups(nodes) for line in (f"      - names: {names}", f"        addresses: {addrs}")],
-            "storage:",
-            "  local_cache:",
-            "    devices: auto",
-            "    mount_point: /mnt/nvme",
-            "  checkpoints:",
-            "    path: /srv/checkpoints",
-            "    interval_minutes: 10",
-        ]
-    else:
-        raise SizeError(f"provider {provider!r}: aws or onprem")
+    body = STARTER_BODIES[provider](est, name, region, nodes, gpus)
     tail = [
         "scheduler:",
         "  slurm:",
@@ -227,6 +236,8 @@ def starter_spec(est: SizeEstimate, name: str, provider: str = "aws", region: st
         "        default: true",
     ]
     return "\n".join(head + body + tail) + "\n"
+
+
 
 
 # --- printer ----------------------------------------------------------------------------------------------------

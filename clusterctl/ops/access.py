@@ -5,11 +5,12 @@ known_hosts on first contact."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from clusterctl.engines.ssh import hostkeys
 from clusterctl.engines.ansible.settings import SshOptions
 from clusterctl.compile.model import ClusterPlan
+from clusterctl.engines.provider import SshIdentity, providers_for
 from clusterctl.engines.ssh.remote import Remote
 from clusterctl.state import ClusterState
 
@@ -18,6 +19,7 @@ from clusterctl.state import ClusterState
 class Access:
     ssh: SshOptions
     lab: object | None  # clusterctl.engines.local.Lab when the cluster has lab nodes
+    identities: dict[str, SshIdentity | None] = field(default_factory=dict)  # provider name -> what it said
 
     def remote(self, node) -> Remote:
         return Remote(node, self.ssh)
@@ -42,14 +44,12 @@ def ssh_options(plan: ClusterPlan, state: ClusterState, private_key=None, known_
     return SshOptions(private_key=private_key, known_hosts=known, config=config)
 
 
-def access_for(plan: ClusterPlan, state: ClusterState, log=print) -> Access:
-    if plan.lab is None:
-        if plan.controller.provider == "aws" or plan.aws_pools:
-            # The cluster's own admin key (made by the cloud engine, installed by cloud-init).
-            return Access(ssh_options(plan, state, private_key=state.secrets_dir / "aws_admin_ed25519"), None)
-        return Access(ssh_options(plan, state), None)
-    from clusterctl.ops.lab import lab_for
-
-    lab = lab_for(plan, state, log)
-    # The lab writes every node's key itself: nothing is accepted on first use.
-    return Access(ssh_options(plan, state, private_key=lab.ssh_key, known_hosts=lab.known_hosts, tofu=False), lab)
+def access_for(plan: ClusterPlan, state: ClusterState, log=print, providers=None) -> Access:
+    """One SSH setup for the whole cluster from what its providers say: a lab's own key and known_hosts when the
+    cluster has lab nodes, else a cloud admin key when one is made, else the user's own setup."""
+    ids = {p.name: p.identity(plan, state, log) for p in (providers if providers is not None else providers_for(plan))}
+    given = [i for i in ids.values() if i is not None]
+    lab = next((i for i in given if i.lab is not None), None)
+    chosen = lab or next((i for i in given if i.private_key is not None), None) or SshIdentity()
+    options = ssh_options(plan, state, private_key=chosen.private_key, known_hosts=chosen.known_hosts, tofu=chosen.tofu)
+    return Access(options, chosen.lab, ids)

@@ -12,7 +12,7 @@ from pathlib import Path
 from clusterctl.diff import build_report
 from clusterctl.diff.report import PlanReport
 from clusterctl.core.errors import ClusterctlError
-from clusterctl.render import render_spec
+from clusterctl.render.compiled import Compiled
 from clusterctl.state import ClusterState
 
 
@@ -24,9 +24,8 @@ class PolicyRefused(ClusterctlError):
     pass
 
 
-def current_report(spec) -> PlanReport:
-    _, files = render_spec(spec)
-    return build_report(spec.name, ClusterState(spec.name).applied_build(), files)
+def current_report(compiled: Compiled) -> PlanReport:
+    return build_report(compiled.name, ClusterState(compiled.name).applied_build(), compiled.files)
 
 
 def check_fresh(saved: dict, report: PlanReport) -> None:
@@ -85,34 +84,33 @@ def load_saved(path: Path) -> dict:
         raise ClusterctlError(f"{path}: not a saved plan ({e}); save one with `clusterctl plan SPEC --out {path}`") from None
 
 
-def apply(spec, console, plan_file: Path | None = None, allow_replace: bool = False, quiet: bool = False,
-          confirm=None, on_findings=None):
-    """Returns (report, up_report, plan, access); up_report is None when there was nothing to do."""
+def apply(compiled: Compiled, console, plan_file: Path | None = None, allow_replace: bool = False,
+          quiet: bool = False, confirm=None, on_findings=None):
+    """Returns (report, up_report, plan, access); up_report is None when there was nothing to do.
+    compiled: the spec compiled once by the caller; the gates and the converge all use it."""
+    from clusterctl.engines.provider import providers_for
     from clusterctl.ops.rolling import Rollout
-    from clusterctl.ops.up import has_aws, up
+    from clusterctl.ops.up import check_tools, up
 
     saved = load_saved(plan_file) if plan_file else None
 
     def gates() -> PlanReport:
-        report = current_report(spec)
+        report = current_report(compiled)
         if saved is not None:
             check_fresh(saved, report)
         check_policy(report, allow_replace)
         return report
 
     gates()  # read-only: a stale or refused plan is named as such, even where the pulumi CLI is missing
-    if has_aws(spec):
-        from clusterctl.engines.aws.automation import require_pulumi_cli
-
-        require_pulumi_cli()  # before the lock and the state dir: without the CLI nothing may change
+    check_tools(providers_for(compiled.spec))  # before the lock and the state dir: without them nothing may change
     # The whole apply holds the lock: the plan is judged again against an applied state nobody else can move meanwhile.
-    with ClusterState(spec.name).lock("apply"):
+    with ClusterState(compiled.name).lock("apply"):
         report = gates()
         if not report.has_changes:
             return report, None, None, None
         log = (lambda m: None) if quiet else (lambda m: console.print(f"  {m}", markup=False))
         needs_rolling = report.policy in ("drain", "replace") or any(n.kind == "removed" for n in report.nodes)
-        up_report, plan, access = up(spec, console, quiet=quiet, confirm=reviewed_cloud(saved, confirm),
+        up_report, plan, access = up(compiled, console, quiet=quiet, confirm=reviewed_cloud(saved, confirm),
                                      on_findings=on_findings, locked=True,
                                      rollout=Rollout(report, console, quiet, log=log) if needs_rolling else None)
     return report, up_report, plan, access

@@ -30,6 +30,7 @@ from clusterctl.catalog.fabrics import ALLREDUCE_MEASURED_GBS, FABRIC_LINKS
 from clusterctl.catalog.instances import INSTANCE_TYPES
 from clusterctl.compile.model import ClusterPlan, Node, PoolPlan
 from clusterctl.render.monitoring import metrics as m
+from clusterctl.core.providers import traits
 
 PASS, FAIL, SKIP = "pass", "fail", "skip"
 READY = {"idle", "mixed", "allocated", "completing"}
@@ -208,7 +209,7 @@ def node_rows(plan: ClusterPlan, pool: PoolPlan, node: Node, probe: Probe) -> li
             ok = probe.drivers == (want,)
             got = ", ".join(probe.drivers) or "none reported"
             rows.append(CheckRow("gpu driver", node.name, PASS if ok else FAIL, f"driver {got} (spec: {want})"))
-        elif node.provider == "local":
+        elif traits(node).lab:
             rows.append(CheckRow("gpu driver", node.name, SKIP, "lab node: fake /dev/nvidiaN device files, no NVIDIA driver"))
         else:
             rows.append(CheckRow("gpu driver", node.name, FAIL, f"nvidia-smi not found: NVIDIA driver {want} is not installed"))
@@ -298,7 +299,7 @@ def nccl_row(plan: ClusterPlan, pool: PoolPlan, run: Runner, nodes: list[Node], 
     no_driver = [n for n in names if not probes[n].nvidia_smi]
     if no_driver:
         why = ("lab nodes with fake /dev/nvidiaN device files, no GPUs or CUDA for NCCL"
-               if all(n.provider == "local" for n in nodes) else "no NVIDIA driver (nvidia-smi)")
+               if all(traits(n).lab for n in nodes) else "no NVIDIA driver (nvidia-smi)")
         return CheckRow(name, where, SKIP, f"{why}: {hostlist.compress(no_driver)}")
     no_tests = [n for n in names if not probes[n].nccl_tests]
     if no_tests:

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 
 from clusterctl.engines.ansible.progress import Progress, print_recap
+from clusterctl.engines.provider import Context, providers_for
+from clusterctl.render.compiled import Compiled
 from clusterctl.engines.ansible.runner import PlaybookRun, run_playbook
 from clusterctl.ops.access import access_for
 from clusterctl.compile.model import ClusterPlan
@@ -14,6 +16,7 @@ from clusterctl.core.errors import ClusterctlError
 from clusterctl.engines.ssh.remote import RemoteError
 from clusterctl.render import layout
 from clusterctl.state import ClusterState
+from clusterctl.core.providers import traits
 
 
 class JobsRunning(ClusterctlError):
@@ -32,20 +35,16 @@ def running_jobs(access, plan: ClusterPlan) -> list[str]:
     return [ln for ln in r.stdout.splitlines() if ln.strip()]
 
 
-def down(spec, console, force: bool = False, quiet: bool = False) -> dict:
-    from clusterctl.render import render_spec
+def down(compiled: Compiled, console, force: bool = False, quiet: bool = False) -> dict:
+    from clusterctl.ops.up import check_tools
 
-    from clusterctl.ops.up import has_aws
-
-    if has_aws(spec):
-        from clusterctl.engines.aws.automation import require_pulumi_cli
-
-        require_pulumi_cli()  # the stack can only be destroyed through Pulumi: say so before draining anything
-    state = ClusterState(spec.name)
+    providers = providers_for(compiled.spec)
+    check_tools(providers)  # e.g. a stack can only be destroyed through Pulumi: say so before draining anything
+    state = ClusterState(compiled.name)
     with state.lock("down"):
-        plan, _ = render_spec(spec)
+        plan = compiled.plan
         say = (lambda m: None) if quiet else (lambda m: console.print(f"  {m}", markup=False))
-        access = access_for(plan, state, say)
+        access = access_for(plan, state, say, providers)
         jobs = running_jobs(access, plan) if _controller_up(access, plan) else []
         if jobs and not force:
             raise JobsRunning(f"{len(jobs)} job(s) running on cluster {plan.name} (first: {jobs[0]}); "
@@ -53,7 +52,7 @@ def down(spec, console, force: bool = False, quiet: bool = False) -> dict:
         result = {"cluster": plan.name, "jobs_killed": len(jobs) if force else 0}
         # Owned and rented nodes are drained and their Slurm stopped first (through the last build's inventory,
         # which holds the cloud nodes' addresses); for rented ones a failure here does not stop the destroy.
-        remote = [n for n in plan.all_nodes if n.provider in ("onprem", "aws")]
+        remote = [n for n in plan.all_nodes if not traits(n).lab]
         if remote:
             build = state.dir / "build"
             if not (build / layout.INVENTORY).exists():
@@ -63,22 +62,11 @@ def down(spec, console, force: bool = False, quiet: bool = False) -> dict:
             if not quiet:
                 print_recap(console, r)
             result["owned"] = r.to_dict()
-            if not r.ok and not has_aws(spec):
+            # Rented nodes go away with their stack whatever their Slurm said; owned ones must stop cleanly.
+            if not r.ok and not any(traits(n).rented for n in remote):
                 raise ClusterctlError(f"stopping Slurm failed on {len(r.failures)} host(s); nothing else was changed")
-        if has_aws(spec):
-            from clusterctl.engines.aws.burst.teardown import release_burst_instances
-            from clusterctl.engines.aws.up import cloud_down
-
-            # Nodes Slurm powered up are not the stack's: terminated first (by tag), or they would keep running
-            # and hold the subnets the destroy removes.
-            from clusterctl.state.secrets import ensure_cluster_id
-
-            result["burst_terminated"] = release_burst_instances(plan, ensure_cluster_id(state), say)
-            # Exactly the stack this cluster's state names: nothing else in the account is looked at.
-            result["aws"] = cloud_down(plan, state, console=console, quiet=quiet)
-        if access.lab is not None:
-            access.lab.down()
-            result["lab_removed"] = [n.name for n in plan.all_nodes if n.provider == "local"]
+        for p in providers:  # what clusterctl created goes: burst instances and the stack, lab containers
+            p.teardown(Context(plan, state, console, quiet, say), access.identities.get(p.name), result)
         state.forget_applied()
         return result
 

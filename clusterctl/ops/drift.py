@@ -9,23 +9,22 @@ from rich.markup import escape
 from clusterctl.ops.access import access_for
 from clusterctl.state.secrets import ensure_munge_key
 from clusterctl.core.errors import ClusterctlError
+from clusterctl.core.providers import traits
 from clusterctl.state import ClusterState
 
 
-def drift(spec, console=None) -> dict:
-    from clusterctl.ops.up import has_aws
-    from clusterctl.render import render_spec
+def drift(compiled, console=None) -> dict:
     from clusterctl.render.write import read_build
 
-    state = ClusterState(spec.name)
+    state = ClusterState(compiled.name)
     applied = state.applied_dir
     if not read_build(applied):
-        raise ClusterctlError(f"cluster {spec.name} has not been applied from this state directory ({state.dir})")
-    plan, _ = render_spec(spec)
+        raise ClusterctlError(f"cluster {compiled.name} has not been applied from this state directory ({state.dir})")
+    plan = compiled.plan
     access = access_for(plan, state, lambda m: None)
     hosts = check_applied(applied, access, state, console)
-    report = {"cluster": spec.name, "hosts": hosts, "cloud": None}
-    if has_aws(spec):
+    report = {"cluster": compiled.name, "hosts": hosts, "cloud": None}
+    if plan.aws_pools or traits(plan.controller).rented:
         from clusterctl.engines.aws.burst.plan import plan_from_json
         from clusterctl.render import layout
 

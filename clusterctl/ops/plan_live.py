@@ -8,12 +8,12 @@ from clusterctl.diff.report import PlanReport
 from clusterctl.render import layout
 
 
-def add_cost(report: PlanReport, old_build: dict[str, str], spec) -> None:
+def add_cost(report: PlanReport, old_build: dict[str, str], compiled) -> None:
     """Monthly cost before and after (from the dated price table): what the change costs in money."""
     from clusterctl.economics.cost import estimate_cost
     from clusterctl.spec.cluster import ClusterSpec
 
-    new = estimate_cost(spec)
+    new = estimate_cost(compiled.spec, compiled.plan)
     old = estimate_cost(ClusterSpec.model_validate(json.loads(old_build[layout.SPEC_JSON]))) if old_build else None
     report.cost = {
         "old_monthly_usd": round(old.total_monthly_usd, 2) if old else 0.0,
@@ -24,25 +24,23 @@ def add_cost(report: PlanReport, old_build: dict[str, str], spec) -> None:
     }
 
 
-def add_hosts(report: PlanReport, spec, state, files: dict[str, str]) -> None:
+def add_hosts(report: PlanReport, compiled, state) -> None:
     """Ansible check mode with the new build on the live hosts (needs the cluster to be up)."""
     from clusterctl.ops.access import access_for
     from clusterctl.ops.hostcheck import check_hosts
-    from clusterctl.state.secrets import ensure_munge_key
-    from clusterctl.render import render_spec
     from clusterctl.render.write import write_build
+    from clusterctl.state.secrets import ensure_munge_key
 
-    plan, _ = render_spec(spec)
     build = state.dir / "plan-build"
-    write_build(files, build)
-    report.hosts = check_hosts(build, access_for(plan, state, lambda m: None), ensure_munge_key(state))
+    write_build(compiled.files, build)
+    report.hosts = check_hosts(build, access_for(compiled.plan, state, lambda m: None), ensure_munge_key(state))
 
 
-def add_cloud(report: PlanReport, spec, state) -> None:
-    """The Pulumi preview of the new build against the cluster's stack (aws pools only)."""
-    from clusterctl.ops.up import has_aws
-    from clusterctl.engines.aws.up import cloud_preview
-    from clusterctl.compile import compile_plan
+def add_cloud(report: PlanReport, compiled, state) -> None:
+    """What each provider's own engine would change (the Pulumi preview of the aws stack); None where none has one."""
+    from clusterctl.engines.provider import providers_for
 
-    if has_aws(spec):
-        report.cloud = cloud_preview(compile_plan(spec), state)
+    for p in providers_for(compiled.spec):
+        preview = p.preview(compiled.plan, state)
+        if preview is not None:
+            report.cloud = preview

@@ -22,11 +22,9 @@ def slurm_nodes(access, plan) -> tuple[dict[str, dict], str | None]:
     return out, None
 
 
-def status(spec, console=None) -> dict:
-    from clusterctl.render import render_spec
-
-    state = ClusterState(spec.name)
-    plan, _ = render_spec(spec)
+def status(compiled, console=None) -> dict:
+    state = ClusterState(compiled.name)
+    plan = compiled.plan
     applied = bool(state.applied_build())
     access = access_for(plan, state, lambda m: None)
     lab = {s.name: s for s in access.lab.status()} if access.lab is not None else {}

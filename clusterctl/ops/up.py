@@ -21,7 +21,8 @@ from clusterctl.state.secrets import ensure_munge_key, playbook_vars
 from clusterctl.ops.smoke import SmokeResult, run_smoke
 from clusterctl.compile.model import ClusterPlan
 from clusterctl.core.errors import ClusterctlError
-from clusterctl.render import render_spec
+from clusterctl.engines.provider import Context, providers_for
+from clusterctl.render.compiled import Compiled
 from clusterctl.render.write import write_build
 from clusterctl.state import ClusterState
 
@@ -88,41 +89,38 @@ def converge(plan_build: Path, access: Access, munge_key: Path, console, quiet: 
         return run_playbook(run, on_event=progress.event)
 
 
-def has_aws(spec) -> bool:
-    return spec.controller.provider == "aws" or any(p.provider == "aws" for p in spec.pools)
+def check_tools(providers) -> None:
+    """Before anything changes, the state dir included: every provider's tools are there (e.g. the Pulumi CLI)."""
+    for p in providers:
+        p.check_tools()
 
 
-def up(spec, console, quiet: bool = False, fast: bool = True, confirm=None, on_findings=None, locked: bool = False,
-       rollout=None) -> tuple[UpReport, ClusterPlan, Access]:
+def up(compiled: Compiled, console, quiet: bool = False, fast: bool = True, confirm=None, on_findings=None,
+       locked: bool = False, rollout=None) -> tuple[UpReport, ClusterPlan, Access]:
     """Bring the cluster to the spec. Raises (before converging) when the cloud part cannot go ahead.
 
-    confirm(preview) -> bool decides whether the previewed AWS changes are made (the CLI asks, or --yes).
+    compiled: the spec compiled once by the caller; cloud outputs come back as facts, never as a second compile.
+    confirm(preview) -> bool decides whether the previewed cloud changes are made (the CLI asks, or --yes).
     locked: the caller (apply) already holds the cluster's lock.
     rollout(plan, build, access, key) -> RunResult: converges in drained batches instead of all hosts at once.
     """
-    if has_aws(spec):
-        from clusterctl.engines.aws.automation import require_pulumi_cli
-
-        require_pulumi_cli()  # before anything, the state dir included: without the CLI nothing may change
-    state = ClusterState(spec.name)
+    providers = providers_for(compiled.spec)
+    check_tools(providers)
+    state = ClusterState(compiled.name)
     log = (lambda msg: None) if quiet else (lambda msg: console.print(f"  {msg}", highlight=False, markup=False))
     with nullcontext() if locked else state.lock("up"):
-        plan, files = render_spec(spec)
-        if has_aws(spec):
-            from clusterctl.ops.cloud import cloud_facts
-            from clusterctl.engines.aws.up import cloud_up
-
-            result = cloud_up(plan, state, confirm=confirm or (lambda preview: False), console=console, quiet=quiet,
-                              on_findings=on_findings)
-            plan, files = render_spec(spec, cloud_facts(result.outputs))
+        for p in providers:
+            ctx = Context(compiled.plan, state, console, quiet, log, confirm, on_findings)
+            compiled = compiled.with_facts(p.prepare(ctx))
+        plan, files = compiled.plan, compiled.files
         build = state.dir / "build"
         write_build(files, build)
-        access = access_for(plan, state, log)
+        access = access_for(plan, state, log, providers)
         report = UpReport(plan.name)
-        if access.lab is not None:
-            if not quiet:
-                console.print(f"lab nodes: {', '.join(n.name for n in plan.all_nodes if n.provider == 'local')}", markup=False)
-            access.lab.up()
+        for p in providers:
+            identity = access.identities.get(p.name)
+            if identity is not None:
+                p.boot(Context(plan, state, console, quiet, log), identity)
         key = ensure_munge_key(state)
         if rollout is not None:
             report.converge, report.batches = rollout(plan, build, access, key)

@@ -12,6 +12,7 @@ from ipaddress import IPv4Address, IPv4Network, ip_address
 
 from clusterctl.catalog import INSTANCE_TYPES
 from clusterctl.compile.model import ClusterPlan
+from clusterctl.core.providers import traits
 
 PLACEMENT_STRATEGY = "cluster"  # EFA needs the instances on the same spine: one cluster placement group per pool
 # ... except where the capacity itself decides placement: a Capacity Block is placed in an EC2 UltraCluster by AWS,
@@ -62,7 +63,7 @@ def network(plan: ClusterPlan) -> dict:
     public = blocks[-1]  # NAT gateway and the aws controller; compute nodes never get public addresses
     ingress = [str(vpc)]
     ctl = plan.controller
-    if ctl.provider == "onprem" and ctl.address:
+    if traits(ctl).owned and ctl.address:
         try:
             ingress.append(f"{IPv4Address(ctl.address)}/32")
         except ValueError:
@@ -77,7 +78,7 @@ def network(plan: ClusterPlan) -> dict:
 
 def controller_address(plan: ClusterPlan) -> str | None:
     """The controller's address as cloud nodes see it: fixed in the public subnet when it runs on AWS."""
-    if plan.controller.provider != "aws":
+    if not traits(plan.controller).rented:
         return plan.controller.address
     public = IPv4Network(network(plan)["public_subnet"]["cidr"])
     return str(public.network_address + CONTROLLER_HOST_INDEX)
@@ -109,7 +110,7 @@ def _pool(plan: ClusterPlan, p) -> dict:
 def _controller(plan: ClusterPlan) -> dict:
     c = plan.controller
     out = {"name": c.name, "provider": c.provider, "address": controller_address(plan)}
-    if c.provider == "aws":
+    if traits(c).rented:
         out.update(
             instance_type=c.instance_type,
             availability_zone=_azs(plan)[0],

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from clusterctl.compile.model import Fsx
 from clusterctl.render.cloud import PROJECT, cloud_config
+from clusterctl.core.providers import traits
 
 # Keys of the rendered config (without the "clusterctl:" namespace) that the program reads.
 OBJECT_KEYS = ("network", "controller", "pools", "fsx")
@@ -86,7 +87,7 @@ class ControllerConfig:
 
     @property
     def on_aws(self) -> bool:
-        return self.provider == "aws"
+        return traits(self).rented
 
 
 # The stack config carries an FSx filesystem exactly as the plan describes it.

@@ -6,6 +6,7 @@ from clusterctl.catalog.fabrics import ALLREDUCE_MEASURED_GBS, ETHERNET_GPU_LIMI
 from clusterctl.spec import effective as eff
 from clusterctl.spec.fabric import IB_SPEEDS
 from clusterctl.validate.base import Validator
+from clusterctl.core.providers import traits
 
 
 class EfaOnlyOnAws(Validator):
@@ -14,7 +15,7 @@ class EfaOnlyOnAws(Validator):
     def check(self, spec):
         for p in spec.pools:
             fab, where = eff.fabric(spec, p)
-            if fab.type == "efa" and p.provider != "aws":
+            if fab.type == "efa" and not traits(p).rented:
                 yield self.error(where + ("type",), f"EFA exists only on AWS instances; pool {p.name} is {p.provider}")
 
 
@@ -24,10 +25,10 @@ class NoInfinibandOnAws(Validator):
     def check(self, spec):
         for p in spec.pools:
             fab, where = eff.fabric(spec, p)
-            if p.provider == "aws" and fab.type in ("infiniband", "roce"):
+            if traits(p).rented and fab.type in ("infiniband", "roce"):
                 yield self.error(where + ("type",), f"AWS instances have no {fab.type}; pool {p.name} must use efa (or ethernet)")
             it = eff.instance_type(p)
-            if p.provider == "aws" and fab.type == "efa" and it is not None and not it.efa_supported:
+            if traits(p).rented and fab.type == "efa" and it is not None and not it.efa_supported:
                 yield self.error(where + ("type",), f"{p.instance_type} does not support EFA")
 
 

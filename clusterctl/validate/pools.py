@@ -9,6 +9,7 @@ from clusterctl.catalog import GPUS, INSTANCE_TYPES
 from clusterctl.spec import effective as eff
 from clusterctl.spec.pools import AwsPool, OnpremPool
 from clusterctl.validate.base import Validator
+from clusterctl.core.providers import traits
 
 
 class KnownInstanceType(Validator):
@@ -227,14 +228,14 @@ class ProviderMix(Validator):
 
     def check(self, spec):
         c = spec.controller
-        has_local = any(p.provider == "local" for p in spec.pools)
-        if has_local and c.provider != "local":
+        has_local = any(traits(p).lab for p in spec.pools)
+        if has_local and not traits(c).lab:
             yield self.error(("controller", "provider"), "local pools need controller.provider: local (lab nodes live on this machine)")
-        if c.provider == "local" and any(p.provider == "onprem" for p in spec.pools):
+        if traits(c).lab and any(traits(p).owned for p in spec.pools):
             yield self.error(("controller", "provider"), "onprem pools need an onprem or aws controller, not a lab one")
-        if c.provider == "onprem" and not c.address:
+        if traits(c).owned and not c.address:
             yield self.error(("controller", "address"), "an onprem controller needs its address")
-        if c.provider == "aws" and not any(p.provider == "aws" for p in spec.pools):
+        if traits(c).rented and not any(traits(p).rented for p in spec.pools):
             yield self.error(("controller", "provider"), "controller.provider is aws but no pool is on aws")
 
 
@@ -242,8 +243,8 @@ class LabFits(Validator):
     code = "lab-subnet-full"
 
     def check(self, spec):
-        wanted = 1 + sum(p.count for p in spec.pools if p.provider == "local")
-        if any(p.provider == "local" for p in spec.pools) and wanted > len(eff.lab_addresses(spec)):
+        wanted = 1 + sum(p.count for p in spec.pools if traits(p).lab)
+        if any(traits(p).lab for p in spec.pools) and wanted > len(eff.lab_addresses(spec)):
             yield self.error(("lab", "subnet"), f"{spec.lab.subnet} has room for {len(eff.lab_addresses(spec))} lab nodes, {wanted} wanted")
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from clusterctl.validate.base import Validator
 from clusterctl.spec.storage import FsxLustreFS
+from clusterctl.core.providers import traits
 
 # FSx for Lustre API reference (CreateFileSystemLustreConfiguration.PerUnitStorageThroughput, StorageCapacity).
 FSX_THROUGHPUT = {"PERSISTENT_2": (125, 250, 500, 1000), "PERSISTENT_1": (50, 100, 200)}
@@ -19,7 +20,7 @@ class FsxCombination(Validator):
     code = "fsx-invalid"
 
     def check(self, spec):
-        has_aws = any(p.provider == "aws" for p in spec.pools)
+        has_aws = any(traits(p).rented for p in spec.pools)
         for j, fs in enumerate(spec.storage.shared):
             if not isinstance(fs, FsxLustreFS):
                 continue

@@ -19,6 +19,7 @@ from clusterctl.engines.aws import automation
 from clusterctl.engines.aws import up as cloud_up_mod
 from clusterctl.engines.ssh.remote import RemoteError
 from clusterctl.render import layout
+from clusterctl.render.compiled import Compiled
 from clusterctl.state import ClusterState
 from clusterctl.validate import load_valid
 from tests.conftest import example
@@ -37,8 +38,8 @@ def recorded(monkeypatch):
     calls: list[str] = []
     monkeypatch.setattr(automation, "require_pulumi_cli", lambda: calls.append("cli") or "/usr/bin/pulumi")
     access = NoController()
-    access.lab, access.ssh = None, None
-    monkeypatch.setattr(down_mod, "access_for", lambda plan, state, log: access)
+    access.lab, access.ssh, access.identities = None, None, {}
+    monkeypatch.setattr(down_mod, "access_for", lambda plan, state, log, providers=None: access)
 
     def playbook(run, on_event):
         calls.append(f"ansible:{run.playbook}")
@@ -53,11 +54,11 @@ def recorded(monkeypatch):
 
 
 def spec_with_build():
-    spec = load_valid(example("hybrid-burst.yaml"))
-    inventory = ClusterState(spec.name).dir / "build" / layout.INVENTORY
+    compiled = Compiled.of(load_valid(example("hybrid-burst.yaml")))
+    inventory = ClusterState(compiled.name).dir / "build" / layout.INVENTORY
     inventory.parent.mkdir(parents=True)
     inventory.write_text("all: {}\n")
-    return spec
+    return compiled
 
 
 def test_slurm_stopped_then_burst_instances_then_the_stack(recorded):

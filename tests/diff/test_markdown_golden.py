@@ -7,6 +7,7 @@ import pytest
 from clusterctl.diff import build_report
 from clusterctl.diff.formats import as_markdown
 from clusterctl.ops.plan_live import add_cost
+from clusterctl.render.compiled import Compiled
 from clusterctl.render import render_spec
 from clusterctl.validate import load_text, load_valid
 from tests.conftest import EXAMPLES, ROOT
@@ -25,10 +26,9 @@ def _check(name: str, text: str):
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.stem)
 def test_first_apply_markdown(example):
-    spec = load_valid(example)
-    _, files = render_spec(spec)
-    report = build_report(spec.name, {}, files)
-    add_cost(report, {}, spec)
+    compiled = Compiled.of(load_valid(example))
+    report = build_report(compiled.name, {}, compiled.files)
+    add_cost(report, {}, compiled)
     _check(f"{example.stem}.create.md", as_markdown(report))
 
 
@@ -48,7 +48,7 @@ def test_change_markdown(example):
     new = load_text(to_yaml(edited(example.name, grow)))
     assert new.ok, new.findings
     _, old = render_spec(old_spec)
-    _, files = render_spec(new.spec)
-    report = build_report(old_spec.name, old, files)
-    add_cost(report, old, new.spec)
+    compiled = Compiled.of(new.spec)
+    report = build_report(old_spec.name, old, compiled.files)
+    add_cost(report, old, compiled)
     _check(f"{example.stem}.grow.md", as_markdown(report))

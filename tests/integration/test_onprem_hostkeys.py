@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from clusterctl.ops.lab import cache_dir
+from clusterctl.engines.local.provider import cache_dir
 from clusterctl.engines.ssh.hostkeys import recorded
 from clusterctl.engines.local import Lab, LabNode, LabSpec
 from tests.helpers import clusterctl

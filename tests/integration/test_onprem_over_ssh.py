@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from clusterctl.engines.local import Lab, LabNode, LabSpec
-from clusterctl.ops.lab import cache_dir
+from clusterctl.engines.local.provider import cache_dir
 from tests.helpers import clusterctl
 
 pytestmark = [

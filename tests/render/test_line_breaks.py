@@ -76,7 +76,7 @@ def test_render_that_fails_writes_nothing(tmp_path, monkeypatch, capsys):
 
     def render_with(site: str | None, text: str = "") -> int:
         edit = SITES[site][0] if site else (lambda plan, _: plan)
-        monkeypatch.setattr("clusterctl.render.compile_plan", lambda spec, facts=None: edit(real_compile(spec, facts), text))
+        monkeypatch.setattr("clusterctl.render.compiled.compile_plan", lambda spec, facts=None: edit(real_compile(spec, facts), text))
         with pytest.raises(SystemExit) as e:
             cli.main()
         return e.value.code

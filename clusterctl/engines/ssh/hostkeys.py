@@ -86,6 +86,7 @@ def write_config(path: Path, known_hosts: Path, hosts: Iterable[tuple[str, int]]
         tmp = path.with_suffix(".tmp")
         tmp.write_text(text)
         tmp.replace(path)
+    known_hosts.parent.mkdir(parents=True, exist_ok=True)  # a lab writes its known_hosts only when it boots
     known_hosts.touch(exist_ok=True)
     return path
 

@@ -13,6 +13,7 @@ from functools import lru_cache
 from clusterctl.compile.model import ClusterPlan, Node
 from clusterctl.render.monitoring import metrics as m
 from clusterctl.render.monitoring.dashboard import DATASOURCE_UID, dashboard
+from clusterctl.core.providers import traits
 
 # AMD GPUs have no DCGM; an AMD exporter is not part of this build.
 NO_DCGM_MODELS = {"mi300x"}
@@ -38,7 +39,7 @@ def _render(name: str, **ctx) -> str:
 
 def dcgm_scraped(node: Node) -> bool:
     """dcgm-exporter runs (and is scraped) on NVIDIA GPU nodes; lab nodes only have fake device files."""
-    return node.gpus > 0 and node.gpu_model not in NO_DCGM_MODELS and node.provider != "local"
+    return node.gpus > 0 and node.gpu_model not in NO_DCGM_MODELS and not traits(node).lab
 
 
 def _target(node: Node, port: int, controller: Node) -> dict:
