@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 
 from clusterctl.compile.model import ClusterPlan, Lab, LiveFacts, PoolPlan, SlurmSettings
 from clusterctl.compile.nccl import nccl_env
@@ -26,7 +25,7 @@ def compile_plan(spec: ClusterSpec, facts: LiveFacts | None = None) -> ClusterPl
     cache = local_cache(spec)
     slurm = spec.scheduler.slurm
     has_local = any(traits(p).lab for p in spec.pools) or traits(spec.controller).lab
-    major, minor = (int(x) for x in re.match(r"(\d+)\.(\d+)", spec.software.slurm).groups())
+    major, minor = (int(x) for x in spec.software.slurm.split(".")[:2])  # the spec's pattern is YY.MM
     return ClusterPlan(
         name=spec.name,
         controller=controller_node(spec, facts),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ipaddress import IPv4Network
 
 from clusterctl.compile.model import LiveFacts, Node, SshTarget
@@ -44,7 +46,7 @@ def pool_nodes(spec: ClusterSpec, facts: LiveFacts) -> list[Node]:
     lab_free = iter(eff.lab_addresses(spec)[1:])
     out: list[Node] = []
     for pool in spec.pools:
-        common = dict(
+        common: dict[str, Any] = dict(
             pool=pool.name,
             provider=pool.provider,
             role="compute",
@@ -80,8 +82,9 @@ def features(spec: ClusterSpec, pool) -> tuple[str, ...]:
     """Slurm node features: what a job may constrain on (-C): pool, GPU, fabric, and for cloud nodes the market."""
     fab, _ = eff.fabric(spec, pool)
     out = [f"pool_{pool.name}", fab.type]
-    if eff.gpu_key(pool):
-        out.append(eff.gpu_key(pool))
+    gpu = eff.gpu_key(pool)
+    if gpu:
+        out.append(gpu)
     if isinstance(pool, AwsPool):
         out += [pool.instance_type, pool.market]
     out += pool.features

@@ -124,13 +124,13 @@ def compress(names: list[str]) -> str:
             groups[key] = []
             order.append(key)
         groups[key].append(int(m.group(2)))
-    parts = []
-    for key in order:
-        if isinstance(key, str):
-            parts.append(key)
+    parts: list[str] = []
+    for item in order:
+        if isinstance(item, str):
+            parts.append(item)
             continue
-        prefix, width = key
-        nums = sorted(set(groups[key]))
+        prefix, width = item
+        nums = sorted(set(groups[item]))
         ranges, start, prev = [], nums[0], nums[0]
         for x in nums[1:] + [None]:
             if x is not None and x == prev + 1:

@@ -50,7 +50,7 @@ def _range(start: int, stop: int) -> str:
 def _grouped(codes: list[Opcode], n: int) -> list[list[Opcode]]:
     """difflib.SequenceMatcher.get_grouped_opcodes over precomputed opcodes."""
     matcher = difflib.SequenceMatcher()
-    matcher.get_opcodes = lambda: codes  # type: ignore[method-assign]
+    matcher.get_opcodes = lambda: codes  # type: ignore[method-assign,assignment,return-value]
     return list(matcher.get_grouped_opcodes(n))
 
 

@@ -11,7 +11,6 @@ import typing
 from dataclasses import dataclass
 from typing import Any, Literal, Union, get_args, get_origin
 
-from pydantic import BaseModel
 
 from clusterctl.spec.base import SpecModel, UpdatePolicy, field_policy
 from clusterctl.spec.cluster import ClusterSpec
@@ -40,7 +39,7 @@ def _models_in(annotation) -> list[type[SpecModel]]:
         return _models_in(get_args(annotation)[0])
     if origin in (Union, types.UnionType):
         return [m for a in get_args(annotation) for m in _models_in(a)]
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+    if isinstance(annotation, type) and issubclass(annotation, SpecModel):
         return [annotation]
     return []
 
@@ -121,7 +120,7 @@ def _walk(model: type[SpecModel], old: dict, new: dict, steps: tuple, inherited:
             _walk_items(items, o, n, here, policy, out)
         elif nested and isinstance(o, dict) and isinstance(n, dict):
             mo, mn = _pick(nested, o), _pick(nested, n)
-            if mo is mn:
+            if mo is not None and mo is mn:
                 _walk(mo, o, n, here, policy, out)
             else:  # a different kind (e.g. provider changed): the whole thing is replaced
                 out.append(FieldChange(_label(here), here, o, n, max(policy, UpdatePolicy.REPLACE, key=_rank), "changed"))
@@ -138,7 +137,7 @@ def _walk_items(models, old: list, new: list, steps: tuple, policy: UpdatePolicy
             out.append(FieldChange(_label(here), here, None, item, policy, "added"))
             continue
         mo, mn = _pick(models, old_by[k]), _pick(models, item)
-        if mo is mn:
+        if mn is not None and mo is mn:
             _walk(mn, old_by[k], item, here, policy, out)
         else:
             out.append(FieldChange(_label(here), here, old_by[k], item, max(policy, UpdatePolicy.REPLACE, key=_rank), "changed"))
@@ -159,7 +158,7 @@ def apply_change(spec: dict, change: FieldChange) -> dict:
 
     out = copy.deepcopy(spec)
     *parents, last = change.steps
-    node = out
+    node: Any = out
     for s in parents:
         node = _step(node, s)
     if isinstance(last, tuple):  # an item of a keyed list

@@ -90,7 +90,7 @@ def rent_equivalent(gpu_model: str | None, gpus_per_node: int, prices: PriceTabl
     """The AWS instance type that rents the same node (same GPU model and count), preferring one with a price."""
     types = sorted(t.name for t in INSTANCE_TYPES.values() if t.gpu == gpu_model and t.gpus == gpus_per_node)
     priced = [t for t in types if prices.quote(t, region, "on-demand").usd_per_hour is not None]
-    return (priced or types or [None])[0]
+    return (priced or types or [None])[0]  # type: ignore[list-item]  # None: no instance type rents it
 
 
 def _owned_dict(o: OwnedCost) -> dict:
@@ -240,7 +240,8 @@ def print_cost(console, report: CostReport) -> None:
                           highlight=False)
     for i, n in enumerate(notes, start=1):
         console.print(f"  [{i}] {escape(n)}", highlight=False)
-    p = report.params
-    console.print(f"owned nodes: capex ${p['capex_per_gpu_usd']:,.0f}/GPU over {p['life_years']:g} y, "
-                  f"${p['usd_per_kwh']:g}/kWh at PUE {p['pue']:g}, ops ${p['ops_usd_per_node_month']:,.0f}/node-month; "
+    params = report.params
+    console.print(f"owned nodes: capex ${params['capex_per_gpu_usd']:,.0f}/GPU over {params['life_years']:g} y, "
+                  f"${params['usd_per_kwh']:g}/kWh at PUE {params['pue']:g}, "
+                  f"ops ${params['ops_usd_per_node_month']:,.0f}/node-month; "
                   f"{HOURS_PER_MONTH:g} h/month", highlight=False)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Protocol
+from typing import Any, Callable, Protocol
 
 from clusterctl.compile.model import ClusterPlan, LiveFacts
 from clusterctl.state import ClusterState
@@ -23,7 +23,7 @@ class SshIdentity:
     private_key: Path | None = None
     known_hosts: Path | None = None  # None: the cluster's own known_hosts
     tofu: bool = True  # first contact records the key (accept-new); False: every key is known beforehand
-    lab: object | None = None  # the Lab handle, for the local provider
+    lab: Any = None  # the Lab handle (clusterctl.engines.local.Lab), for the local provider
 
 
 @dataclass
@@ -32,7 +32,7 @@ class Context:
 
     plan: ClusterPlan
     state: ClusterState
-    console: object = None
+    console: Any = None  # a rich Console
     quiet: bool = False
     log: Callable[[str], None] = lambda message: None
     confirm: Callable[[object], bool] | None = None

@@ -109,7 +109,7 @@ def _pool(plan: ClusterPlan, p) -> dict:
 
 def _controller(plan: ClusterPlan) -> dict:
     c = plan.controller
-    out = {"name": c.name, "provider": c.provider, "address": controller_address(plan)}
+    out: dict[str, object] = {"name": c.name, "provider": c.provider, "address": controller_address(plan)}
     if traits(c).rented:
         out.update(
             instance_type=c.instance_type,

@@ -30,8 +30,8 @@ def node_lines(plan: ClusterPlan) -> list[str]:
         addr = f" NodeAddr={n.address}" if n.address else ""
         lines.append(f"NodeName={n.name}{addr} {_node_attrs(n)} State=UNKNOWN")
     cloud = [n for n in plan.nodes if n.cloud]
-    for _, group in groupby(cloud, key=lambda n: n.pool):
-        group = list(group)
+    for _, grouped in groupby(cloud, key=lambda n: n.pool):
+        group = list(grouped)
         lines.append(f"NodeName={hostlist.compress([n.name for n in group])} {_node_attrs(group[0])} State=CLOUD")
     return lines
 

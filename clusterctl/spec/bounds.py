@@ -68,7 +68,8 @@ def scan(text: str) -> None:
             continue
         if ev.anchor is not None:
             raise BoundsError(f"YAML anchors (&{ev.anchor}) are not allowed in a spec: write the value out", *where)
-        tag = str(ev.tag) if ev.tag is not None else None
+        raw_tag = getattr(ev, "tag", None)  # scalars and collection starts carry one
+        tag = str(raw_tag) if raw_tag is not None else None
         if tag is not None and tag not in CORE_TAGS and tag != "None":
             raise BoundsError(f"YAML tag {tag} is not allowed in a spec", *where)
         if isinstance(ev, CollectionStartEvent):

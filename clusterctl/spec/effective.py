@@ -73,7 +73,7 @@ def fabric(spec: ClusterSpec, pool) -> tuple[Fabric, tuple]:
 def max_nodes(pool) -> int:
     """Nodes the pool can have at most (elastic pools: max)."""
     if isinstance(pool, AwsPool):
-        return pool.max if pool.elastic else (pool.count or 0)
+        return (pool.max or 0) if pool.elastic else (pool.count or 0)
     if isinstance(pool, LocalPool):
         return pool.count
     return sum(_group_size(g.names) for g in pool.hosts)
@@ -104,7 +104,7 @@ def generated_names(pool) -> list[str]:
 
 def onprem_hosts(pool: OnpremPool) -> list[tuple[str, str]]:
     """(name, address) of every host; raises hostlist.HostlistError or ValueError on a bad group."""
-    out = []
+    out: list[tuple[str, str]] = []
     for g in pool.hosts:
         names = hostlist.expand(g.names)
         if g.address_map is not None:
@@ -113,7 +113,7 @@ def onprem_hosts(pool: OnpremPool) -> list[tuple[str, str]]:
                 raise ValueError(f"address_map has no address for {hostlist.compress(missing)}")
             addrs = [g.address_map[n] for n in names]
         else:
-            addrs = hostlist.expand(g.addresses)
+            addrs = hostlist.expand(g.addresses or "")  # the model holds one of addresses / address_map
             if len(addrs) != len(names):
                 raise ValueError(f"{len(names)} names but {len(addrs)} addresses")
         out.extend(zip(names, addrs, strict=True))

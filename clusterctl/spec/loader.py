@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+from typing import Any
 import functools
 import re
 from dataclasses import replace
@@ -129,7 +130,7 @@ _MESSAGES = {
 }
 
 
-def _message(e: dict) -> str:
+def _message(e: Any) -> str:
     """pydantic's message, made to say what was given and what is allowed (never a bare regex)."""
     from clusterctl.spec.types import ALLOWED
 

@@ -91,4 +91,5 @@ def load_valid(path) -> ClusterSpec:
     loaded = load_file(path)
     if not loaded.ok:
         raise SpecError(f"{path}: the spec has {len(loaded.errors)} error(s); run `clusterctl validate {path}`", loaded.findings)
+    assert loaded.spec is not None  # ok means it loaded
     return loaded.spec

@@ -22,13 +22,16 @@ def cache_dir() -> Path:
 def lab_for(plan: ClusterPlan, state: ClusterState, log=print):
     from clusterctl.engines.local import Lab, LabNode, LabSpec
 
+    if plan.lab is None:
+        raise ValueError(f"cluster {plan.name} has no lab nodes")
     nodes = [n for n in plan.all_nodes if traits(n).lab]
     cached = set(plan.local_cache.pools) if plan.local_cache else set()
     spec = LabSpec(
         cluster=plan.name,
         subnet=plan.lab.subnet,
         gateway=plan.lab.gateway,
-        nodes=tuple(LabNode(n.name, n.address, n.gpus, LAB_NVME_MB if n.pool in cached else 0) for n in nodes),
+        # lab nodes always have an address: compile hands them out of the lab subnet
+        nodes=tuple(LabNode(n.name, n.address or "", n.gpus, LAB_NVME_MB if n.pool in cached else 0) for n in nodes),
         state_dir=state.dir / "lab",
         cache_dir=cache_dir(),
     )
