@@ -10,6 +10,7 @@ from clusterctl.ops.access import access_for
 from clusterctl.state.secrets import ensure_munge_key
 from clusterctl.core.errors import ClusterctlError
 from clusterctl.core.providers import traits
+from clusterctl.ops.phases import Phases
 from clusterctl.state import ClusterState
 
 
@@ -21,15 +22,19 @@ def drift(compiled, console=None) -> dict:
     if not read_build(applied):
         raise ClusterctlError(f"cluster {compiled.name} has not been applied from this state directory ({state.dir})")
     plan = compiled.plan
+    phases = Phases()
     access = access_for(plan, state, lambda m: None)
-    hosts = check_applied(applied, access, state, console)
+    with phases.phase("hosts"):
+        hosts = check_applied(applied, access, state, console)
     report = {"cluster": compiled.name, "hosts": hosts, "cloud": None}
-    if plan.aws_pools or traits(plan.controller).rented:
-        from clusterctl.engines.aws.burst.plan import plan_from_json
-        from clusterctl.render import layout
+    with phases.phase("cloud"):
+        if plan.aws_pools or traits(plan.controller).rented:
+            from clusterctl.engines.aws.burst.plan import plan_from_json
+            from clusterctl.render import layout
 
-        # The baseline is the applied build's stack config, whatever a later `plan` left in Pulumi's workspace.
-        report["cloud"] = cloud_drift(plan_from_json(read_build(applied)[layout.PLAN_JSON]), state)
+            # The baseline is the applied build's stack config, whatever a later `plan` left in Pulumi's workspace.
+            report["cloud"] = cloud_drift(plan_from_json(read_build(applied)[layout.PLAN_JSON]), state)
+    report["phases"] = phases.to_dict()
     drifted = any(h["changes"] for h in hosts["by_host"].values()) or bool((report["cloud"] or {}).get("changes"))
     report["drift"] = drifted
     report["complete"] = hosts["ok"] and (report["cloud"] is None or report["cloud"].get("checked", False))
@@ -71,3 +76,5 @@ def print_drift(console, report: dict) -> None:
             console.print(f"[yellow]cloud drift:[/] {escape(str(cloud['changes']))}", highlight=False)
     if not report["drift"]:
         console.print(f"cluster {report['cluster']}: no drift" + ("" if report["complete"] else " found (check incomplete)"))
+    console.print("time: " + ", ".join(f"{k} {v:.1f} s" for k, v in report.get("phases", {}).items()), markup=False,
+                  highlight=False)

@@ -18,6 +18,7 @@ from clusterctl.engines.ansible.result import RunResult
 from clusterctl.engines.ansible.runner import PlaybookRun, run_playbook
 from clusterctl.ops.access import Access, access_for
 from clusterctl.state.secrets import ensure_munge_key, playbook_vars
+from clusterctl.ops.phases import Phases
 from clusterctl.ops.smoke import SmokeResult, run_smoke
 from clusterctl.compile.model import ClusterPlan
 from clusterctl.core.errors import ClusterctlError
@@ -38,6 +39,7 @@ class UpReport:
     smoke: list[SmokeResult] = field(default_factory=list)
     error: str | None = None
     batches: list[dict] = field(default_factory=list)  # rolling changes: each drained batch and when
+    phases: Phases = field(default_factory=Phases)
 
     @property
     def ok(self) -> bool:
@@ -51,6 +53,8 @@ class UpReport:
             "converge": self.converge.to_dict() if self.converge else None,
             "smoke": [s.to_dict() for s in self.smoke],
             "batches": self.batches,
+            "phases": self.phases.to_dict(),
+            "plays": self.converge.plays if self.converge else [],
             "summary": summary_dict(plan, access),
         }
 
@@ -108,30 +112,35 @@ def up(compiled: Compiled, console, quiet: bool = False, fast: bool = True, conf
     check_tools(providers)
     state = ClusterState(compiled.name)
     log = (lambda msg: None) if quiet else (lambda msg: console.print(f"  {msg}", highlight=False, markup=False))
+    report = UpReport(compiled.name)
+    timed = report.phases.phase
     with nullcontext() if locked else state.lock("up"):
         for p in providers:
             ctx = Context(compiled.plan, state, console, quiet, log, confirm, on_findings)
-            compiled = compiled.with_facts(p.prepare(ctx))
+            with timed("capacity"):
+                compiled = compiled.with_facts(p.prepare(ctx))
         plan, files = compiled.plan, compiled.files
         build = state.dir / "build"
         write_build(files, build)
         access = access_for(plan, state, log, providers)
-        report = UpReport(plan.name)
-        for p in providers:
-            identity = access.identities.get(p.name)
-            if identity is not None:
-                p.boot(Context(plan, state, console, quiet, log), identity)
+        with timed("boot"):
+            for p in providers:
+                identity = access.identities.get(p.name)
+                if identity is not None:
+                    p.boot(Context(plan, state, console, quiet, log), identity)
         key = ensure_munge_key(state)
-        if rollout is not None:
-            report.converge, report.batches = rollout(plan, build, access, key)
-        else:
-            report.converge = converge(build, access, key, console, quiet, fast=fast, title=f"converging {plan.name}")
+        with timed("converge"):
+            if rollout is not None:
+                report.converge, report.batches = rollout(plan, build, access, key)
+            else:
+                report.converge = converge(build, access, key, console, quiet, fast=fast, title=f"converging {plan.name}")
         if not quiet:
             print_recap(console, report.converge)
         if not report.converge.ok:
             report.error = f"converge failed on {len({f.host for f in report.converge.failures})} host(s); run `clusterctl up` again after fixing"
             return report, plan, access
-        report.smoke = run_smoke(plan, access.remote(plan.controller))
+        with timed("smoke job"):
+            report.smoke = run_smoke(plan, access.remote(plan.controller))
         if all(s.ok for s in report.smoke):
             state.record_applied(files)
         else:
@@ -139,9 +148,15 @@ def up(compiled: Compiled, console, quiet: bool = False, fast: bool = True, conf
         return report, plan, access
 
 
+def _plays_line(result: RunResult | None) -> str:
+    plays = [p for p in (result.plays if result else []) if p["seconds"] is not None]
+    return ("; converge by play: " + ", ".join(f"{p['play']} {p['seconds']:.1f} s" for p in plays)) if plays else ""
+
+
 def print_summary(console, report: UpReport, plan: ClusterPlan, access: Access) -> None:
     from rich.table import Table
 
+    console.print(report.phases.line() + _plays_line(report.converge), markup=False, highlight=False)
     for s in report.smoke:
         mark = "[green]ok[/]" if s.ok else "[red]FAILED[/]"
         console.print(f"smoke job ({escape(s.pool)}): {mark}  {escape(s.command)}  -> {escape(s.detail)}", highlight=False)

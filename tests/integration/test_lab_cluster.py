@@ -68,6 +68,11 @@ def test_up_from_bare_rootfs(env):
     assert report["ok"], report
     assert report["summary"]["gpus"] == 16
     assert [s["ok"] for s in report["smoke"]] == [True]
+    # Where the time went: every phase and every play of the converge, in seconds.
+    assert set(report["phases"]) == {"capacity", "boot", "converge", "smoke job"}, report["phases"]
+    assert report["phases"]["converge"] > 0 and report["phases"]["boot"] > 0
+    plays = [p["play"] for p in report["plays"]]
+    assert "Every node" in plays and "Compute nodes" in plays and all(p["seconds"] is not None for p in report["plays"])
 
 
 def test_multi_node_gpu_job(lab):
@@ -92,6 +97,8 @@ def test_batch_job_sees_all_gpus(lab):
 
 
 def test_second_up_changes_nothing(env):
+    r = clusterctl("up", SPEC, env=env)  # text output: the summary names where the time went
+    assert "time: capacity" in r.stdout and "converge by play: " in r.stdout, r.stdout
     r = clusterctl("up", SPEC, "--output", "json", env=env)
     report = json.loads(r.stdout)
     assert report["ok"], report
@@ -305,6 +312,9 @@ def test_drift_names_file_and_host(env, lab):
     plan, access = lab
     r = clusterctl("drift", SPEC, "--output", "json", env=env, check=False)
     assert r.returncode == 0, r.stdout + r.stderr  # right after an apply: nothing moved
+    assert set(json.loads(r.stdout)["phases"]) == {"hosts", "cloud"}
+    r = clusterctl("drift", SPEC, env=env, check=False)
+    assert r.returncode == 0 and "time: hosts" in r.stdout, r.stdout + r.stderr
     on(access, plan, "gpu001", "echo '# edited by hand' >> /etc/slurm/slurm.conf")
     r = clusterctl("drift", SPEC, "--output", "json", env=env, check=False)
     assert r.returncode == 2, r.stdout + r.stderr

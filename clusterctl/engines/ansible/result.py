@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 from clusterctl.engines.ssh import hostkeys
@@ -26,6 +27,8 @@ class RunResult:
     failures: list[Failure] = field(default_factory=list)
     changes: list[tuple[str, str]] = field(default_factory=list)  # (host, task) of every changed result
     check: bool = False
+    plays: list[dict] = field(default_factory=list)  # {"play", "seconds"} in run order: where a converge spends its time
+    play_started: float | None = field(default=None, repr=False)
 
     @property
     def ok(self) -> bool:
@@ -46,6 +49,7 @@ class RunResult:
             "recap": self.recap,
             "failures": [vars(f) for f in self.failures],
             "changes": [{"host": h, "task": t} for h, t in self.changes],
+            "plays": self.plays,
         }
 
 
@@ -78,11 +82,22 @@ def apply_event(result: RunResult, event: dict) -> None:
         key = hostkeys.problem(host, str(res.get("msg", "")))
         result.failures.append(Failure(host, data.get("task", "?"), failure_message(res), unreachable=True,
                                        host_key=str(key) if key else None))
+    elif kind == "playbook_on_play_start":
+        _close_play(result)
+        result.plays.append({"play": data.get("play", "?"), "seconds": None})
+        result.play_started = time.monotonic()
     elif kind == "playbook_on_stats":
-        hosts = set()
+        _close_play(result)
+        hosts: set[str] = set()
         for key in RECAP_KEYS:
             hosts.update((data.get(key) or {}).keys())
         result.recap = {h: {k: int((data.get(k) or {}).get(h, 0)) for k in RECAP_KEYS} for h in sorted(hosts)}
+
+
+def _close_play(result: RunResult) -> None:
+    if result.play_started is not None and result.plays:
+        result.plays[-1]["seconds"] = round(time.monotonic() - result.play_started, 1)
+    result.play_started = None
 
 
 def merge(results: list[RunResult]) -> RunResult:
@@ -92,6 +107,7 @@ def merge(results: list[RunResult]) -> RunResult:
         out.rc = r.rc if out.rc in (None, 0) else out.rc
         out.failures += r.failures
         out.changes += r.changes
+        out.plays += r.plays
         for host, counts in r.recap.items():
             mine = out.recap.setdefault(host, dict.fromkeys(RECAP_KEYS, 0))
             for k, v in counts.items():

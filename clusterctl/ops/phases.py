@@ -1,0 +1,28 @@
+"""How long each phase of a long command took (cloud capacity, boot, converge, smoke job, checks), so a user sees
+where the time goes without a profiler: printed after the command and carried in its JSON output."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+
+class Phases:
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        """Time the block; a phase entered twice (e.g. one per provider) adds up."""
+        start = time.monotonic()
+        try:
+            yield
+        finally:
+            self.seconds[name] = round(self.seconds.get(name, 0.0) + time.monotonic() - start, 1)
+
+    def to_dict(self) -> dict[str, float]:
+        return dict(self.seconds)
+
+    def line(self) -> str:
+        return "time: " + ", ".join(f"{name} {s:.1f} s" for name, s in self.seconds.items())
