@@ -23,6 +23,26 @@ def to_json(data) -> str:
     return json.dumps(data, indent=2, sort_keys=True) + "\n"
 
 
+def to_json_rows(data: dict) -> str:
+    """Like to_json for a mapping of big lists (plan.json: thousands of nodes), but each list item on one compact
+    line: still one line per node for a reviewer's diff, and written by json's C encoder (indent= forces the slow
+    pure-Python one, half of render's time at 16,384 nodes)."""
+    def compact(v) -> str:
+        return json.dumps(v, sort_keys=True, separators=(", ", ": "))
+
+    out = ["{"]
+    keys = sorted(data)
+    for i, key in enumerate(keys):
+        value, comma = data[key], "," if i < len(keys) - 1 else ""
+        if isinstance(value, list) and value:
+            rows = [f"    {compact(v)}," for v in value]
+            rows[-1] = rows[-1][:-1]
+            out += [f"  {json.dumps(key)}: [", *rows, f"  ]{comma}"]
+        else:
+            out.append(f"  {json.dumps(key)}: {compact(value)}{comma}")
+    return "\n".join(out + ["}"]) + "\n"
+
+
 def sha256(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
@@ -35,7 +55,7 @@ def render_plan(plan: ClusterPlan, spec: ClusterSpec) -> dict[str, str]:
     files.update(render_node_files(plan))
     files.update(render_cloud(plan))
     files.update(render_monitoring(plan))
-    files[layout.PLAN_JSON] = to_json(plan.to_dict())
+    files[layout.PLAN_JSON] = to_json_rows(plan.to_dict())
     files[layout.SPEC_JSON] = to_json(spec.model_dump(mode="json", by_alias=True))
     manifest = {
         "cluster": plan.name,
