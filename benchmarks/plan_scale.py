@@ -34,9 +34,12 @@ def spec_dict(nodes: int) -> dict:
                       "memory_mb": 2000000, "hosts": groups, "ssh": {"user": "ops", "become": True}})
         left -= size
         p += 1
-    pools.append({"name": "burst", "provider": "aws", "instance_type": "p5.48xlarge", "region": "us-east-1",
-                  "availability_zones": ["us-east-1a", "us-east-1b"], "min": 0, "max": burst})
-    owned_names = [x["name"] for x in pools[:-1]]
+    owned_names = [x["name"] for x in pools]
+    for b in range(0, burst, 2048):  # elastic pools of up to 2,048 nodes (a pool's max is at most 4,096)
+        pools.append({"name": f"burst{b // 2048}", "provider": "aws", "instance_type": "p5.48xlarge",
+                      "region": "us-east-1", "availability_zones": ["us-east-1a", "us-east-1b"], "min": 0,
+                      "max": min(2048, burst - b)})
+    burst_names = [x["name"] for x in pools if x["name"].startswith("burst")]
     return {
         "apiVersion": "clusterctl/v1", "name": "bench",
         "controller": {"provider": "onprem", "address": "10.250.0.2"},
@@ -48,8 +51,8 @@ def spec_dict(nodes: int) -> dict:
         "scheduler": {"slurm": {
             "partitions": [{"name": "critical", "pools": owned_names, "default": True},
                            {"name": "experiment", "pools": list(owned_names), "preemptible": True},
-                           {"name": "burst", "pools": ["burst"]}],
-            "burst": {"targets": [{"partition": "burst", "pools": ["burst"]}]}}},
+                           {"name": "burst", "pools": burst_names}],
+            "burst": {"targets": [{"partition": "burst", "pools": list(burst_names)}]}}},
     }
 
 

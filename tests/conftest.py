@@ -1,4 +1,3 @@
-import os
 from pathlib import Path
 
 import pytest
@@ -16,6 +15,3 @@ def _isolated_state(tmp_path, monkeypatch):
 def example(name: str) -> Path:
     return ROOT / "examples" / name
 
-
-def needs_root():
-    return pytest.mark.skipif(os.geteuid() != 0, reason="needs root (network namespaces, nspawn, daemons)")

@@ -66,3 +66,26 @@ def clusterctl(*args, env, check=True, timeout=1800):
     if check and r.returncode != 0:
         raise AssertionError(f"clusterctl {args} -> {r.returncode}\n{r.stdout[-4000:]}\n{r.stderr[-4000:]}")
     return r
+
+
+def spec_from(example: str, edit=None):
+    """An example spec with an edit applied (edit(data) changes the dict), loaded and checked valid."""
+    loaded = load_dict(edited(example, edit or (lambda d: None)))
+    assert loaded.ok, [f.message for f in loaded.errors]
+    return loaded.spec
+
+
+def plan_from(example: str, edit=None):
+    """The compiled plan of spec_from(example, edit)."""
+    from clusterctl.compile import compile_plan
+
+    return compile_plan(spec_from(example, edit))
+
+
+def needs_root():
+    """Skip mark for tests that make network namespaces, nspawn containers or daemons."""
+    import os
+
+    import pytest
+
+    return pytest.mark.skipif(os.geteuid() != 0, reason="needs root (network namespaces, nspawn, daemons)")

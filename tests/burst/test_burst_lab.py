@@ -15,7 +15,6 @@ One cluster for the module (tests run in file order). Spec: tests/burst/lab-hybr
 
 from __future__ import annotations
 
-import os
 import shlex
 import time
 
@@ -23,12 +22,12 @@ import pytest
 
 from clusterctl.core import hostlist
 from tests.burst.labcluster import BurstLab
-from tests.helpers import wait_for
+from tests.helpers import needs_root, wait_for
 
 pytestmark = [
     pytest.mark.integration,
     pytest.mark.slurm,
-    pytest.mark.skipif(os.geteuid() != 0, reason="lab nodes need root (network namespaces, systemd-nspawn)"),
+    needs_root(),
 ]
 
 CLOUD = ["cloud001", "cloud002", "cloud003", "cloud004"]

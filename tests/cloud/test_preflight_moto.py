@@ -15,16 +15,13 @@ from botocore.stub import Stubber
 
 from clusterctl.catalog import INSTANCE_TYPES
 from clusterctl.engines.aws.preflight import (AwsApi, EfaSupported, ReservationMatches, VcpuQuota, run_preflight)
-from clusterctl.compile import compile_plan
 from clusterctl.core.findings import Level
 from tests.cloud.conftest import REGION
-from tests.helpers import edited, load_dict
+from tests.helpers import plan_from
 
 
 def plan_of(edit):
-    loaded = load_dict(edited("aws-p5-spot.yaml", edit))
-    assert loaded.ok, [f.message for f in loaded.errors]
-    return compile_plan(loaded.spec)
+    return plan_from("aws-p5-spot.yaml", edit)
 
 
 def moto_ami() -> str:

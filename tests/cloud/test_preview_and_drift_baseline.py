@@ -9,9 +9,8 @@ import pytest
 from clusterctl.ops.drift import cloud_drift
 from clusterctl.engines.aws import automation
 from clusterctl.engines.aws import up as cloud_up_mod
-from clusterctl.compile import compile_plan
 from clusterctl.state import ClusterState
-from tests.helpers import edited, load_dict
+from tests.helpers import plan_from
 
 
 @pytest.fixture
@@ -25,9 +24,7 @@ def engine(monkeypatch):
 
 
 def plan_of(count: int):
-    loaded = load_dict(edited("aws-p5-spot.yaml", lambda d: d["pools"][0].update(count=count)))
-    assert loaded.ok
-    return compile_plan(loaded.spec)
+    return plan_from("aws-p5-spot.yaml", lambda d: d["pools"][0].update(count=count))
 
 
 def pools_config(settings) -> list:

@@ -16,7 +16,7 @@ from clusterctl.render.stack_config import Runtime
 from clusterctl.render import render_spec
 from tests.cloud.pulumi_harness import AMI, CLUSTER_ID, MUNGE_B64, SSH_KEY, run_program, run_spec
 from tests.conftest import ROOT
-from tests.helpers import edited, load_dict
+from tests.helpers import spec_from
 
 LT = "aws:ec2/launchTemplate:LaunchTemplate"
 INSTANCE = "aws:ec2/instance:Instance"
@@ -27,10 +27,7 @@ PG = "aws:ec2/placementGroup:PlacementGroup"
 CR = "cr-0123456789abcdef0"
 
 
-def spec_of(example: str, edit=None):
-    loaded = load_dict(edited(example, edit or (lambda d: None)))
-    assert loaded.ok, [f.message for f in loaded.errors]
-    return loaded.spec
+spec_of = spec_from  # the example spec with an edit, checked valid
 
 
 

@@ -6,15 +6,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
 from clusterctl.render import render_spec
 from clusterctl.state import ClusterState
 from tests.cloud.pulumi_harness import run_spec
-from tests.helpers import edited, load_dict, to_yaml
+from tests.helpers import clusterctl as run_cli, edited, spec_from, to_yaml
 
 EXAMPLE = "aws-p5-spot.yaml"
 INSTANCE = "aws:ec2/instance:Instance"
@@ -22,9 +20,7 @@ LT = "aws:ec2/launchTemplate:LaunchTemplate"
 
 
 def spec_of(edit=None):
-    loaded = load_dict(edited(EXAMPLE, edit or (lambda d: None)))
-    assert loaded.ok, [f.message for f in loaded.errors]
-    return loaded.spec
+    return spec_from(EXAMPLE, edit)
 
 
 def resources(spec) -> dict[tuple[str, str], dict]:
@@ -48,8 +44,7 @@ def applied(tmp_path):
 
 
 def clusterctl(env, *args):
-    return subprocess.run([sys.executable, "-m", "clusterctl", *map(str, args)], capture_output=True, text=True, env=env,
-                          timeout=300)
+    return run_cli(*args, env=env, check=False, timeout=300)
 
 
 def write(tmp_path, name, edit):

@@ -22,22 +22,14 @@ from clusterctl.compile import compile_plan
 from clusterctl.state import ClusterState
 from clusterctl.validate import load_valid
 from tests.conftest import ROOT
-from tests.helpers import wait_for
+from tests.helpers import clusterctl, needs_root, wait_for
 
 pytestmark = [
     pytest.mark.integration,
-    pytest.mark.skipif(os.geteuid() != 0, reason="lab nodes need root (network namespaces, systemd-nspawn)"),
+    needs_root(),
 ]
 
 SPEC = ROOT / "examples" / "lab.yaml"
-
-
-def clusterctl(*args, env, timeout=1800, check=True):
-    r = subprocess.run([sys.executable, "-m", "clusterctl", *map(str, args)], capture_output=True, text=True, env=env,
-                       timeout=timeout)
-    if check and r.returncode != 0:
-        raise AssertionError(f"clusterctl {' '.join(map(str, args))} -> {r.returncode}\n{r.stdout[-4000:]}\n{r.stderr[-4000:]}")
-    return r
 
 
 @pytest.fixture(scope="module")

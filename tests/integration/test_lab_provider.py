@@ -17,11 +17,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import needs_root
+
 from clusterctl.engines.local import Lab, LabError, LabNode, LabSpec
 
 pytestmark = [
     pytest.mark.integration,
-    pytest.mark.skipif(os.geteuid() != 0, reason="lab nodes need root (network namespaces, overlay mounts, nspawn)"),
+    needs_root(),
 ]
 
 CLUSTER = f"it{os.getpid() % 100000}"

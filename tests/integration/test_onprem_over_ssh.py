@@ -17,11 +17,11 @@ import pytest
 
 from clusterctl.engines.local import Lab, LabNode, LabSpec
 from clusterctl.engines.local.provider import cache_dir
-from tests.helpers import clusterctl
+from tests.helpers import needs_root, clusterctl
 
 pytestmark = [
     pytest.mark.integration,
-    pytest.mark.skipif(os.geteuid() != 0, reason="stand-in hosts are lab containers: needs root"),
+    needs_root(),
 ]
 
 SUBNET, GATEWAY = "10.218.0.0/24", "10.218.0.1"

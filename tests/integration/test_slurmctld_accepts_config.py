@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import needs_root
+
 from clusterctl.render import render_spec
 from clusterctl.render.write import write_build
 from clusterctl.validate import load_valid
@@ -20,7 +22,7 @@ GRES_SCRIPT = Path(__file__).with_name("slurmd_gres_check.sh")
 
 pytestmark = [
     pytest.mark.slurm,
-    pytest.mark.skipif(os.geteuid() != 0, reason="needs root to create namespaces for slurmctld"),
+    needs_root(),
     pytest.mark.skipif(shutil.which("slurmctld") is None, reason="Debian's slurmctld is not installed (apt-get install slurmctld)"),
 ]
 
