@@ -12,7 +12,8 @@ from pydantic import ValidationError
 
 from clusterctl.diff.files import META_FILES, FileDiff, changed_lines
 from clusterctl.diff.spec_changes import FieldChange, apply_change, max_policy
-from clusterctl.render import render_spec
+from clusterctl.compile import compile_plan
+from clusterctl.render import render_config
 from clusterctl.spec.base import UpdatePolicy
 from clusterctl.spec.cluster import ClusterSpec
 
@@ -22,17 +23,25 @@ MAX_SOLO_RENDERS = 64  # past this many changes, attribution costs more than it 
 def _solo_lines(old_spec: dict, old_build: dict[str, str], change: FieldChange) -> dict[str, tuple[set, set]] | None:
     try:
         spec = ClusterSpec.model_validate(apply_change(old_spec, change))
-        _, files = render_spec(spec)
+        files = render_config(compile_plan(spec))  # the bookkeeping files are never attributed: not rendered
     except (ValidationError, ValueError, KeyError, StopIteration):
         return None  # this change cannot stand alone
+    return _lines_against(old_build, files)
+
+
+def _lines_against(old_build: dict[str, str], files: dict[str, str]) -> dict[str, tuple[set, set]]:
     return {p: changed_lines(old_build.get(p), files.get(p)) for p in set(files) | set(old_build) if p not in META_FILES}
 
 
-def attribute(old_spec: dict, old_build: dict[str, str], changes: list[FieldChange], diffs: list[FileDiff]) -> None:
-    """Fill in policy and causes on every hunk of `diffs`."""
+def attribute(old_spec: dict, old_build: dict[str, str], changes: list[FieldChange], diffs: list[FileDiff],
+              new_build: dict[str, str] | None = None) -> None:
+    """Fill in policy and causes on every hunk of `diffs`. With one change, the new build is that change's own
+    render (no second render)."""
     overall = max_policy(c.policy for c in changes)
     solo = {}
-    if len(changes) <= MAX_SOLO_RENDERS:
+    if len(changes) == 1 and new_build is not None:
+        solo[changes[0].path] = (changes[0], _lines_against(old_build, new_build))
+    elif len(changes) <= MAX_SOLO_RENDERS:
         for c in changes:
             lines = _solo_lines(old_spec, old_build, c)
             if lines is not None:

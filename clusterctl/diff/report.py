@@ -151,7 +151,7 @@ def build_report(cluster: str, old_build: dict[str, str], new_build: dict[str, s
     new_spec = json.loads(new_build[layout.SPEC_JSON])
     changes = diff_specs(old_spec, new_spec)
     files = diff_builds(old_build, new_build)
-    attribute(old_spec, old_build, changes, files)
+    attribute(old_spec, old_build, changes, files, new_build)
     overall = max_policy(c.policy for c in changes)
     nodes = node_changes(old_build, new_build, files, overall.value if overall else None)
     return PlanReport(cluster, False, changes, files, nodes, fingerprint(old_build, new_build))

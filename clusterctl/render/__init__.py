@@ -16,7 +16,7 @@ from clusterctl.render.node_files import render_node_files
 from clusterctl.render.slurm import render_slurm
 from clusterctl.spec.cluster import ClusterSpec
 
-__all__ = ["render_plan", "render_spec", "to_json", "sha256"]
+__all__ = ["render_config", "render_plan", "render_spec", "to_json", "sha256"]
 
 
 def to_json(data) -> str:
@@ -47,14 +47,20 @@ def sha256(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def render_plan(plan: ClusterPlan, spec: ClusterSpec) -> dict[str, str]:
-    """Every file of the build directory, the manifest included, keyed by relative path in sorted order."""
+def render_config(plan: ClusterPlan) -> dict[str, str]:
+    """The files the cluster runs on, without the build's bookkeeping (plan.json, spec.json, manifest)."""
     files: dict[str, str] = {}
     files.update(render_slurm(plan))
     files.update(render_ansible(plan))
     files.update(render_node_files(plan))
     files.update(render_cloud(plan))
     files.update(render_monitoring(plan))
+    return files
+
+
+def render_plan(plan: ClusterPlan, spec: ClusterSpec) -> dict[str, str]:
+    """Every file of the build directory, the manifest included, keyed by relative path in sorted order."""
+    files = render_config(plan)
     files[layout.PLAN_JSON] = to_json_rows(plan.to_dict())
     files[layout.SPEC_JSON] = to_json(spec.model_dump(mode="json", by_alias=True))
     manifest = {
