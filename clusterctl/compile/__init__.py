@@ -72,6 +72,7 @@ def _pool_plan(spec, pool, nodes, all_mounts, cache) -> PoolPlan:
         rail_optimized=fab.rail_optimized,
         nccl_env=nccl_env(spec, pool),
         health=health(spec, pool, all_mounts, cache),
+        gpu_cores=layout.gpu_cores(eff.gpus_per_node(pool)) if (layout := eff.cpu_layout(pool)) else (),
         elastic=aws and pool.elastic,
         instance_type=pool.instance_type if aws else None,
         region=pool.region if aws else None,
