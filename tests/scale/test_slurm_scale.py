@@ -1,0 +1,79 @@
+"""The rendered 1,024-node cluster (tests/scale/scale-1024.yaml) on real Slurm 22.05: one slurmctld, 1,024 slurmds on
+127.0.0.1 (tests/scale/rig.py says what differs from the rendered config). About a minute on 2 cores, most of it
+starting the slurmds; figures are printed by benchmarks/slurm_scale.py, not asserted here."""
+
+from __future__ import annotations
+
+import pytest
+
+from clusterctl import hostlist
+from tests.scale import rig as scale
+
+pytestmark = [pytest.mark.slurm, pytest.mark.skipif(scale.available() is not None, reason=str(scale.available()))]
+
+NODES = 1024
+
+
+@pytest.fixture(scope="module")
+def rig():
+    r = scale.make_rig()
+    assert len(r.plan.nodes) == NODES
+    try:
+        r.start_munge()
+        r.start_controller()
+        r.start_nodes()
+        r.wait_idle(NODES, timeout=300)
+        yield r
+    finally:
+        r.stop()
+        if not any(r.dir.glob("core*")):
+            import shutil
+
+            shutil.rmtree(r.dir, ignore_errors=True)
+
+
+def test_all_nodes_idle_with_their_gpus(rig):
+    assert rig.node_states() == {"idle": NODES}
+    node = rig.run("scontrol", "-o", "show", "node", "b200-0512").stdout
+    assert "Gres=gpu:b200:8" in node and "CoresPerSocket=56" in node and "MemSpecLimit=32768" in node
+
+
+def test_whole_cluster_gpu_job_completes(rig):
+    job_id = rig.sbatch("-N", str(NODES), "--gres=gpu:8", "--wrap", "true")
+    job = rig.wait_job(job_id, ("COMPLETED",), timeout=120)
+    assert job["JobState"] == "COMPLETED", job
+    assert job["NumNodes"] == str(NODES) and job["TresPerNode"] == "gres:gpu:8"
+
+
+def test_switches_one_keeps_a_32_node_job_in_one_leaf(rig):
+    job_id = rig.sbatch("-N", "32", "--switches=1", "--gres=gpu:8", "--wrap", "sleep 300")
+    try:
+        job = rig.wait_job(job_id, ("RUNNING",), timeout=60)
+        assert job["JobState"] == "RUNNING", job
+        nodes = set(hostlist.expand(job["NodeList"]))
+        leaves = [s for s in rig.plan.switches if s.nodes and nodes <= set(s.nodes)]
+        assert len(nodes) == 32 and len(leaves) == 1, job["NodeList"]
+    finally:
+        rig.run("scancel", job_id, check=False)
+
+
+def test_critical_job_preempts_experiment_job_which_is_requeued(rig):
+    """The experiment job keeps running through its GraceTime (30 s in the rig's spec), then Slurm requeues it; the
+    next periodic check (every 30 s) does it, so this takes up to a minute.
+
+    Found here: Slurm 22.05 requeues only a job still running when the grace time ends. A job whose steps exit on
+    the grace-time SIGTERM (after checkpointing, as the partition's GraceTime intends) ends FAILED and is not
+    requeued (job_mgr.c: the requeue happens in the periodic timeout check); such jobs must requeue themselves.
+    """
+    nodes = "h100-[0101-0102]"
+    exp = rig.sbatch("-p", "experiment", "-N", "2", "-w", nodes, "--gres=gpu:8", "--wrap", "sleep 600")
+    try:
+        assert rig.wait_job(exp, ("RUNNING",), timeout=60)["JobState"] == "RUNNING"
+        crit = rig.sbatch("-p", "critical", "-N", "2", "-w", nodes, "--gres=gpu:8", "--wrap", "sleep 600")
+        job = rig.wait_job(crit, ("RUNNING",), timeout=150)
+        assert job["JobState"] == "RUNNING" and job["NodeList"] == nodes, job
+        preempted = rig.job(exp)
+        assert preempted["JobState"] == "PENDING" and int(preempted["Restarts"]) >= 1, preempted
+    finally:
+        rig.run("scancel", exp, check=False)
+        rig.run("scancel", "--user=root", check=False)
