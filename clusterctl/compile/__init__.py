@@ -49,6 +49,7 @@ def compile_plan(spec: ClusterSpec, facts: LiveFacts | None = None) -> ClusterPl
             burst_partitions=tuple(t.partition for t in slurm.burst.targets),
             drain_batch_size=slurm.drain_batch_size,
             drain_timeout=slurm.drain_timeout_seconds,
+            accounts=tuple((a.name, a.share, tuple(a.users)) for a in slurm.accounts),
         ),
         software=spec.software.model_dump(),
         monitoring=spec.monitoring.model_dump(),

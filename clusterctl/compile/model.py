@@ -148,6 +148,7 @@ class SlurmSettings:
     burst_partitions: tuple[str, ...]
     drain_batch_size: int = 1
     drain_timeout: int = 3600
+    accounts: tuple[tuple[str, int, tuple[str, ...]], ...] = ()  # (account, fair share, users)
 
 
 @dataclass(frozen=True)

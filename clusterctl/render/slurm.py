@@ -127,6 +127,9 @@ def render_slurm(plan: ClusterPlan) -> dict[str, str]:
         layout.CGROUP_CONF: render_template("slurm/cgroup.conf.j2", plan=plan),
         layout.TOPOLOGY_CONF: render_template("slurm/topology.conf.j2", plan=plan, switch_lines=switch_lines(plan)),
     }
+    if plan.slurm.accounts:
+        files[layout.SLURM_ACCOUNTS] = "".join(
+            f"{name} {share} {','.join(users) or '-'}\n" for name, share, users in plan.slurm.accounts)
     if runs_slurmdbd(plan):
         files[layout.SLURMDBD_CONF] = render_template("slurm/slurmdbd.conf.j2", plan=plan, slurm_version=ctx["slurm_version"])
     return files
