@@ -45,6 +45,17 @@ def test_whole_cluster_gpu_job_completes(rig):
     assert job["NumNodes"] == str(NODES) and job["TresPerNode"] == "gres:gpu:8"
 
 
+def test_two_half_node_gpu_jobs_share_a_node(rig):
+    """DefMemPerGPU (and MemSpecLimit) leave room for a second 4-GPU job on an 8-GPU node."""
+    jobs = [rig.sbatch("-N", "1", "-w", "b200-0200", "--gres=gpu:4", "--wrap", "sleep 300") for _ in range(2)]
+    try:
+        for job_id in jobs:
+            job = rig.wait_job(job_id, ("RUNNING",), timeout=60)
+            assert job["JobState"] == "RUNNING" and job["NodeList"] == "b200-0200", job
+    finally:
+        rig.run("scancel", *jobs, check=False)
+
+
 def test_switches_one_keeps_a_32_node_job_in_one_leaf(rig):
     job_id = rig.sbatch("-N", "32", "--switches=1", "--gres=gpu:8", "--wrap", "sleep 300")
     try:
