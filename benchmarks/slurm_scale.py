@@ -2,8 +2,10 @@
 
 For 256 nodes (the 1,024-node spec's first 256, re-rendered) and 1,024: time from starting the slurmds to all nodes
 idle (split into spawning and registering), slurmctld's RSS once idle, and for the 1,024-node cluster sbatch ->
-RUNNING -> COMPLETED of a whole-cluster `-N 1024 --gres=gpu:8` job over a few runs (min/median/max). Also prints the
-settings the rig changes from the rendered slurm.conf. Needs root and Debian's slurmctld, slurmd, slurm-client, munge.
+RUNNING -> COMPLETED of a whole-cluster `-N 1024 --gres=gpu:8` job over a few runs (min/median/max), and once (a cold
+start: the nodes are powered down) a burst job on all 256 CLOUD nodes of the elastic p5 pool: sbatch -> ResumeProgram
+called -> RUNNING -> COMPLETED. Also prints the settings the rig changes from the rendered slurm.conf.
+Needs root and Debian's slurmctld, slurmd, slurm-client, munge, and a C compiler (the rig's uptime preload).
 
 Prints figures; asserts nothing. Run: python benchmarks/slurm_scale.py [--sizes 256 1024] [--runs 3]
 """
@@ -39,6 +41,22 @@ def whole_cluster_job(rig, nodes: int) -> tuple[float, float]:
         time.sleep(0.05)
 
 
+def cold_burst(rig) -> None:
+    cloud = len(rig.cloud_nodes)
+    t0 = time.monotonic()
+    job_id = rig.sbatch("-p", "burst", "-N", str(cloud), "--gres=gpu:8", "--wrap", "true")
+    running = None
+    while (state := rig.job(job_id).get("JobState")) not in scale.FINAL:
+        if running is None and state in ("RUNNING", "COMPLETING"):
+            running = time.monotonic() - t0
+        time.sleep(0.1)
+    done = time.monotonic() - t0
+    resume = next((t - t0 for t, action, _ in rig.power_log if action == "resume"), float("nan"))
+    running_s = f"{running:.1f}" if running is not None else "n/a"
+    print(f"{len(rig.plan.nodes) - cloud:5d} nodes + {cloud} CLOUD: -p burst -N {cloud} --gres=gpu:8 (cold): "
+          f"ResumeProgram called {resume:.1f} s after sbatch, RUNNING {running_s} s, {state} {done:.1f} s")
+
+
 def spread(xs: list[float]) -> str:
     return f"min {min(xs):.2f}  median {statistics.median(xs):.2f}  max {max(xs):.2f} s  (n={len(xs)})"
 
@@ -51,6 +69,7 @@ def one_size(nodes: int, runs: int, show_differences: bool) -> None:
     try:
         rig.start_munge()
         rig.start_controller()
+        rig.start_power()
         t0 = time.monotonic()
         rig.start_nodes()
         spawned = time.monotonic() - t0
@@ -64,6 +83,8 @@ def one_size(nodes: int, runs: int, show_differences: bool) -> None:
             print(f"{nodes:5d} nodes: -N {nodes} --gres=gpu:8: sbatch -> RUNNING   {spread([t[0] for t in times])}")
             print(f"{nodes:5d} nodes: -N {nodes} --gres=gpu:8: sbatch -> COMPLETED {spread([t[1] for t in times])}")
             print(f"{nodes:5d} nodes: slurmctld RSS after the jobs {rig.slurmctld_rss_kib() / 1024:.1f} MiB")
+        if rig.cloud_nodes:
+            cold_burst(rig)
     finally:
         rig.stop()
         shutil.rmtree(rig.dir, ignore_errors=True)

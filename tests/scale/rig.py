@@ -18,10 +18,12 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from clusterctl import hostlist
 from clusterctl.compile.model import ClusterPlan
 from clusterctl.render import layout, render_spec
 from clusterctl.validate import load_valid
@@ -93,7 +95,14 @@ class Rig:
             "TaskPlugin": "task/none",
             "TaskProlog": f"{d}/etc/task-prolog",
             "SlurmdParameters": "config_overrides",
+            # Elastic pools: the rig "launches" a resumed node by starting its slurmd (the cloud API stand-in).
+            **({"ResumeProgram": f"{d}/bin/rig-resume", "SuspendProgram": f"{d}/bin/rig-suspend",
+                "ResumeFailProgram": f"{d}/bin/rig-resume-fail"} if self.cloud_nodes else {}),
         }
+
+    @property
+    def cloud_nodes(self) -> list[str]:
+        return [n.name for n in self.plan.nodes if n.cloud]
 
     def slurm_conf(self) -> str:
         """The rendered slurm.conf with the overrides applied, and node lines pointed at 127.0.0.1:<own port>."""
@@ -115,9 +124,12 @@ class Rig:
 
     def _node_line(self, line: str) -> str:
         name = line.split()[0].split("=", 1)[1]
+        ports = [self.node_ports[n] for n in hostlist.expand(name)]
+        assert ports == list(range(ports[0], ports[0] + len(ports))), "a node group's ports must be consecutive"
+        port = str(ports[0]) if len(ports) == 1 else f"[{ports[0]}-{ports[-1]}]"
         line = re.sub(r" NodeAddr=\S+", "", line)
         return line.replace(f"NodeName={name} ", f"NodeName={name} NodeHostname=localhost NodeAddr=127.0.0.1 "
-                                                 f"Port={self.node_ports[name]} ", 1)
+                                                 f"Port={port} ", 1)
 
     def gres_conf(self) -> str:
         return self.rendered[layout.GRES_CONF].replace("File=/dev/nvidia", f"File={self.dir}/dev/nvidia")
@@ -148,6 +160,8 @@ class Rig:
             dev = d / "dev" / f"nvidia{i}"
             if not dev.exists():
                 os.mknod(dev, 0o666 | 0o020000, os.makedev(195, i))
+        if self.cloud_nodes:
+            self._write_power()
         for plain, real in DAEMONS.items():
             link = d / "bin" / plain
             if not link.exists():
@@ -162,10 +176,49 @@ class Rig:
         shutil.chown(key, "munge", "munge")
         key.chmod(0o400)
 
+    def _write_power(self) -> None:
+        """rig-<action> runs as SlurmUser: it only drops the request (action + hostlist) where the rig's watcher,
+        running as root, picks it up; the preload makes a resumed slurmd's uptime start at its launch."""
+        d = self.dir
+        (d / "power").mkdir(exist_ok=True)
+        shutil.chown(d / "power", "slurm", "slurm")
+        for action in ("resume", "suspend", "resume-fail"):  # Slurm runs each with the hostlist as its argument
+            script = d / "bin" / f"rig-{action}"
+            script.write_text(f"#!/bin/sh\nf={d}/power/$(date +%s%N).$$\necho \"{action} $1\" > $f.tmp && mv $f.tmp $f\n")
+            script.chmod(0o755)
+        (d / "lib").mkdir(exist_ok=True)
+        subprocess.run(["cc", "-shared", "-fPIC", "-O2", "-o", str(d / "lib" / "uptime.so"),
+                        str(Path(__file__).with_name("uptime.c")), "-ldl"], check=True, capture_output=True)
+
+    def start_power(self) -> None:
+        """Serve ResumeProgram/SuspendProgram requests: start (with a fresh uptime) or stop the named slurmds."""
+        self._power_stop = threading.Event()
+        self.power_log: list[tuple[float, str, str]] = []
+
+        def serve():
+            while not self._power_stop.is_set():
+                for req in sorted((self.dir / "power").glob("[0-9]*[0-9]")):
+                    action, names = (req.read_text().split() + [""])[:2]
+                    req.unlink()
+                    self.power_log.append((time.monotonic(), action, names))
+                    nodes = hostlist.expand(names) if names else []
+                    if action == "resume":
+                        env = dict(LD_PRELOAD=str(self.dir / "lib" / "uptime.so"), RIG_BOOT_EPOCH=str(int(time.time())))
+                        self.start_nodes(nodes, extra_env=env)
+                    elif action == "suspend":
+                        for n in nodes:
+                            if n in self.pids:
+                                self.pids.pop(n).terminate()
+                time.sleep(0.1)
+
+        self._power_thread = threading.Thread(target=serve, daemon=True)
+        self._power_thread.start()
+
     # --- daemons -------------------------------------------------------------------------------------------------
-    def _spawn(self, key: str, argv: list[str], **kw) -> None:
+    def _spawn(self, key: str, argv: list[str], extra_env: dict | None = None, **kw) -> None:
         self.pids[key] = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                          stderr=subprocess.DEVNULL, start_new_session=True, env=self.env, **kw)
+                                          stderr=subprocess.DEVNULL, start_new_session=True,
+                                          env={**self.env, **(extra_env or {})}, **kw)
 
     def start_munge(self) -> None:
         m = self.dir / "munge"
@@ -178,12 +231,17 @@ class Rig:
         self._spawn("slurmctld", [str(self.dir / "bin" / "slurmctld"), "-D", "-i", "-f", str(self.conf)])
         _wait(lambda: self.run("scontrol", "ping", check=False).returncode == 0, 30, "slurmctld to answer")
 
-    def start_nodes(self, names: list[str] | None = None) -> None:
-        for name in names or [n.name for n in self.plan.nodes]:
-            self._spawn(name, [str(self.dir / "bin" / "slurmd"), "-D", "-f", str(self.conf), "-N", name])
+    def start_nodes(self, names: list[str] | None = None, extra_env: dict | None = None) -> None:
+        """Start slurmds: by default every node that is not CLOUD (those start when Slurm resumes them)."""
+        for name in names if names is not None else [n.name for n in self.plan.nodes if not n.cloud]:
+            self._spawn(name, [str(self.dir / "bin" / "slurmd"), "-D", "-f", str(self.conf), "-N", name],
+                        extra_env=extra_env)
 
     def stop(self) -> None:
         """Cancel every job, then stop slurmds, slurmctld and munged, each by the PID it was started with."""
+        if getattr(self, "_power_stop", None):
+            self._power_stop.set()
+            self._power_thread.join(5)
         if "slurmctld" in self.pids and self.pids["slurmctld"].poll() is None:
             self.run("scancel", "--full", "--user=root", check=False)
             _wait(lambda: not self.run("squeue", "-h", "-t", "R,CG", check=False).stdout.strip(), 30, None)
@@ -239,9 +297,10 @@ class Rig:
 
 
 def make_rig(spec_path: Path = SPEC_1024, base: Path | None = None, nodes: int | None = None) -> Rig:
-    """Render the spec and lay the rig out (nothing started). `nodes`: the first N nodes only (the benchmark's 256)."""
+    """Render the spec and lay the rig out (nothing started). `nodes`: the first N owned nodes only, no
+    cloud ones (the whole spec when N covers every owned node)."""
     plan, files = render_spec(load_valid(spec_path))
-    if nodes is not None:
+    if nodes is not None and nodes < sum(not n.cloud for n in plan.nodes):
         plan, files = _first_nodes(plan, files, nodes)
     d = Path(tempfile.mkdtemp(prefix="clusterctl-scale-", dir=base))
     names = [n.name for n in plan.nodes]
@@ -252,16 +311,16 @@ def make_rig(spec_path: Path = SPEC_1024, base: Path | None = None, nodes: int |
 
 
 def _first_nodes(plan, files, count):
-    """The same spec cut to its first `count` nodes, rendered again (pools, partitions and switches follow)."""
+    """The same spec cut to its first `count` owned nodes, rendered again (pools, partitions, switches follow)."""
     from dataclasses import replace
 
     from clusterctl.render.slurm import render_slurm
 
-    keep = plan.nodes[:count]
+    keep = [n for n in plan.nodes if not n.cloud][:count]
     names = {n.name for n in keep}
     plan = replace(
         plan,
-        nodes=keep,
+        nodes=tuple(keep),
         pools=tuple(replace(p, nodes=tuple(x for x in p.nodes if x in names)) for p in plan.pools),
         partitions=tuple(replace(p, nodes=tuple(x for x in p.nodes if x in names)) for p in plan.partitions),
         switches=_cut_switches(plan.switches, names),

@@ -25,7 +25,8 @@ def test_only_listed_settings_differ():
     assert gone <= set(r.overrides())
     # Node lines: same nodes, same attributes, only the address replaced by localhost:<own port>.
     nodes = [ln for ln in ours if ln.startswith("NodeName=")]
-    assert len(nodes) == 1024
+    assert len(nodes) == 1024 + 1  # owned nodes one a line, the elastic pool's CLOUD nodes on one
+    assert nodes[-1].startswith(f"NodeName=burst[001-256] NodeHostname=localhost NodeAddr=127.0.0.1 Port=[{20001 + 1024}-")
     assert nodes[0] == ("NodeName=h100-0001 NodeHostname=localhost NodeAddr=127.0.0.1 Port=20001 CPUs=224 Sockets=2 "
                         "CoresPerSocket=56 ThreadsPerCore=2 RealMemory=2000000 MemSpecLimit=32768 Gres=gpu:h100:8 "
                         "Features=pool_h100,infiniband,h100-sxm State=UNKNOWN")

@@ -1,6 +1,7 @@
 """The rendered 1,024-node cluster (tests/scale/scale-1024.yaml) on real Slurm 22.05: one slurmctld, 1,024 slurmds on
-127.0.0.1 (tests/scale/rig.py says what differs from the rendered config). About a minute on 2 cores, most of it
-starting the slurmds; figures are printed by benchmarks/slurm_scale.py, not asserted here."""
+127.0.0.1, and up to 256 more for the elastic p5 pool's CLOUD nodes when Slurm resumes them (tests/scale/rig.py says
+what differs from the rendered config). About two minutes on 2 cores, most of it starting slurmds and waiting out the
+preemption grace time; figures are printed by benchmarks/slurm_scale.py, not asserted here."""
 
 from __future__ import annotations
 
@@ -12,15 +13,17 @@ from tests.scale import rig as scale
 pytestmark = [pytest.mark.slurm, pytest.mark.skipif(scale.available() is not None, reason=str(scale.available()))]
 
 NODES = 1024
+CLOUD = 256
 
 
 @pytest.fixture(scope="module")
 def rig():
     r = scale.make_rig()
-    assert len(r.plan.nodes) == NODES
+    assert len(r.plan.nodes) == NODES + CLOUD
     try:
         r.start_munge()
         r.start_controller()
+        r.start_power()
         r.start_nodes()
         r.wait_idle(NODES, timeout=300)
         yield r
@@ -33,7 +36,7 @@ def rig():
 
 
 def test_all_nodes_idle_with_their_gpus(rig):
-    assert rig.node_states() == {"idle": NODES}
+    assert rig.node_states() == {"idle": NODES, "idle~": CLOUD}  # ~: powered down until a job needs them
     node = rig.run("scontrol", "-o", "show", "node", "b200-0512").stdout
     assert "Gres=gpu:b200:8" in node and "CoresPerSocket=56" in node and "MemSpecLimit=32768" in node
 
@@ -88,3 +91,13 @@ def test_critical_job_preempts_experiment_job_which_is_requeued(rig):
     finally:
         rig.run("scancel", exp, check=False)
         rig.run("scancel", "--user=root", check=False)
+
+
+def test_burst_job_resumes_cloud_nodes_and_completes(rig):
+    """Slurm power saving calls ResumeProgram (the rig's: it starts those nodes' slurmds); the job runs once they
+    register. Slurm checks powering-up nodes every 30 s or so, hence the timeout."""
+    job_id = rig.sbatch("-p", "burst", "-N", "32", "--gres=gpu:8", "--wrap", "true")
+    job = rig.wait_job(job_id, ("COMPLETED",), timeout=150)
+    assert job["JobState"] == "COMPLETED", job
+    resumed = [names for _, action, names in rig.power_log if action == "resume"]
+    assert resumed and set(hostlist.expand(job["NodeList"])) <= {n for h in resumed for n in hostlist.expand(h)}
