@@ -322,7 +322,8 @@ def _first_nodes(plan, files, count):
         plan,
         nodes=tuple(keep),
         pools=tuple(replace(p, nodes=tuple(x for x in p.nodes if x in names)) for p in plan.pools),
-        partitions=tuple(replace(p, nodes=tuple(x for x in p.nodes if x in names)) for p in plan.partitions),
+        partitions=tuple(replace(p, nodes=tuple(x for x in p.nodes if x in names)) for p in plan.partitions
+                         if names & set(p.nodes)),  # the burst partition goes with the cloud nodes
         switches=_cut_switches(plan.switches, names),
     )
     return plan, {**files, **render_slurm(plan)}
