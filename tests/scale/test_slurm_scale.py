@@ -5,6 +5,8 @@ preemption grace time; figures are printed by benchmarks/slurm_scale.py, not ass
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from clusterctl import hostlist
@@ -73,12 +75,8 @@ def test_switches_one_keeps_a_32_node_job_in_one_leaf(rig):
 
 def test_critical_job_preempts_experiment_job_which_is_requeued(rig):
     """The experiment job keeps running through its GraceTime (30 s in the rig's spec), then Slurm requeues it; the
-    next periodic check (every 30 s) does it, so this takes up to a minute.
-
-    Found here: Slurm 22.05 requeues only a job still running when the grace time ends. A job whose steps exit on
-    the grace-time SIGTERM (after checkpointing, as the partition's GraceTime intends) ends FAILED and is not
-    requeued (job_mgr.c: the requeue happens in the periodic timeout check); such jobs must requeue themselves.
-    """
+    next periodic check (every 30 s) does it, so this takes up to a minute. (Jobs that exit within the grace time:
+    the two tests below.)"""
     nodes = "h100-[0101-0102]"
     exp = rig.sbatch("-p", "experiment", "-N", "2", "-w", nodes, "--gres=gpu:8", "--wrap", "sleep 600")
     try:
@@ -91,6 +89,36 @@ def test_critical_job_preempts_experiment_job_which_is_requeued(rig):
     finally:
         rig.run("scancel", exp, check=False)
         rig.run("scancel", "--user=root", check=False)
+
+
+def _preempt(rig, nodes: str, experiment_script: str) -> tuple[dict, dict]:
+    """Run the script as an experiment job on `nodes`, preempt it with a critical job; both jobs' records."""
+    script = rig.dir / f"exp-{nodes.replace('[', '').replace(']', '')}.sh"
+    script.write_text("#!/bin/sh\n" + experiment_script + "\n")
+    exp = rig.sbatch("-p", "experiment", "-N", "2", "-w", nodes, "--gres=gpu:8", str(script))
+    try:
+        assert rig.wait_job(exp, ("RUNNING",), timeout=60)["JobState"] == "RUNNING"
+        time.sleep(1)  # let srun start the step the grace-time SIGTERM goes to
+        crit = rig.sbatch("-p", "critical", "-N", "2", "-w", nodes, "--gres=gpu:8", "--wrap", "sleep 600")
+        return rig.wait_job(crit, ("RUNNING",), timeout=20), rig.job(exp)
+    finally:
+        rig.run("scancel", "--user=root", check=False)
+
+
+def test_checkpointing_job_requeues_itself_within_the_grace_time(rig):
+    """What the rendered slurm.conf tells checkpointing jobs to do: requeue themselves on SIGTERM; the critical job
+    then starts at once instead of after the grace time."""
+    crit, exp = _preempt(rig, "h100-[0201-0202]",
+                         "srun sh -c 'trap \"scontrol requeue $SLURM_JOB_ID; exit 0\" TERM; sleep 600 & wait'")
+    assert crit["JobState"] == "RUNNING", crit
+    assert exp["JobState"] == "PENDING" and int(exp["Restarts"]) >= 1, exp
+
+
+def test_job_exiting_within_the_grace_time_is_not_requeued(rig):
+    """The Slurm 22.05 behaviour the rendered slurm.conf warns about: exiting on the SIGTERM ends the job FAILED."""
+    crit, exp = _preempt(rig, "h100-[0301-0302]", "srun sleep 600")
+    assert crit["JobState"] == "RUNNING", crit
+    assert exp["JobState"] == "FAILED" and exp["Restarts"] == "0", exp
 
 
 def test_burst_job_resumes_cloud_nodes_and_completes(rig):
