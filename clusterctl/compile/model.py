@@ -37,6 +37,10 @@ class Node:
     gres_type: str | None = None  # Slurm GRES type, e.g. h100
     cpus: int = 1
     memory_mb: int | None = None
+    mem_spec_mb: int = 0  # MemSpecLimit: memory kept from jobs for the OS and the node's daemons
+    sockets: int = 0  # CPU layout (0: unknown, only CPUs= is written)
+    cores_per_socket: int = 0
+    threads_per_core: int = 0
     features: tuple[str, ...] = ()
     cloud: bool = False  # Slurm State=CLOUD: powered up on demand (elastic pools above min)
     leaf: str | None = None  # leaf switch (topology.conf)
@@ -100,6 +104,7 @@ class PoolPlan:
     rail_optimized: bool
     nccl_env: tuple[tuple[str, str], ...]
     health: Health
+    gpu_cores: tuple[str, ...] = ()  # per GPU index: the Slurm core range on its socket (gres.conf Cores=)
     elastic: bool = False
     instance_type: str | None = None
     region: str | None = None
@@ -121,6 +126,7 @@ class Partition:
     preempt_mode: str  # OFF for critical partitions, the preemption mode for preemptible ones
     grace_time: int
     max_time: str
+    def_mem_per_gpu: int | None = None  # MiB a job gets per GPU unless it asks (so jobs can share a node)
 
 
 @dataclass(frozen=True)
@@ -143,6 +149,7 @@ class SlurmSettings:
     burst_partitions: tuple[str, ...]
     drain_batch_size: int = 1
     drain_timeout: int = 3600
+    accounts: tuple[tuple[str, int, tuple[str, ...]], ...] = ()  # (account, fair share, users)
 
 
 @dataclass(frozen=True)

@@ -46,6 +46,7 @@ def pool_nodes(spec: ClusterSpec, facts: LiveFacts) -> list[Node]:
     lab_free = iter(eff.lab_addresses(spec)[1:])
     out: list[Node] = []
     for pool in spec.pools:
+        layout = eff.cpu_layout(pool)
         common: dict[str, Any] = dict(
             pool=pool.name,
             provider=pool.provider,
@@ -55,6 +56,10 @@ def pool_nodes(spec: ClusterSpec, facts: LiveFacts) -> list[Node]:
             gres_type=eff.gres_type(pool),
             cpus=eff.cpus(pool),
             memory_mb=eff.memory_mb(pool),
+            mem_spec_mb=mem_spec_mb(eff.memory_mb(pool)),
+            sockets=layout.sockets if layout else 0,
+            cores_per_socket=layout.cores_per_socket if layout else 0,
+            threads_per_core=layout.threads_per_core if layout else 0,
             features=features(spec, pool),
         )
         if isinstance(pool, LocalPool):
@@ -76,6 +81,18 @@ def pool_nodes(spec: ClusterSpec, facts: LiveFacts) -> list[Node]:
                 for i, n in enumerate(eff.generated_names(pool))
             ]
     return out
+
+
+# MemSpecLimit: what the OS, page cache, slurmd/slurmstepd, the Lustre client and the GPU driver keep on a node
+# (1/32 of RAM, at most 32 GiB). Nodes under 16 GiB (lab containers) get none: the limit also caps slurmd's own cgroup.
+MEM_SPEC_MIN_NODE_MB = 16 * 1024
+MEM_SPEC_MAX_MB = 32 * 1024
+
+
+def mem_spec_mb(memory_mb: int | None) -> int:
+    if not memory_mb or memory_mb < MEM_SPEC_MIN_NODE_MB:
+        return 0
+    return min(memory_mb // 32, MEM_SPEC_MAX_MB)
 
 
 def features(spec: ClusterSpec, pool) -> tuple[str, ...]:

@@ -27,6 +27,17 @@ def partitions(spec: ClusterSpec, nodes: list[Node]) -> tuple[Partition, ...]:
                 preempt_mode=mode if preemptible else "OFF",
                 grace_time=slurm.preemption.grace_time_seconds if preemptible else 0,
                 max_time=p.max_time,
+                def_mem_per_gpu=def_mem_per_gpu([n for n in nodes if n.pool in members]),
             )
         )
     return tuple(out)
+
+
+def def_mem_per_gpu(nodes: list[Node]) -> int | None:
+    """Schedulable memory per GPU on the partition's leanest GPU node. Without it a GPU job is given the whole node's
+    memory (DefMemPerNode defaults to unlimited under CR_Core_Memory), so two 4-GPU jobs could never share 8 GPUs."""
+    gpu_nodes = [n for n in nodes if n.gpus]
+    memory = [n.memory_mb for n in gpu_nodes]
+    if not gpu_nodes or any(m is None or m == 0 for m in memory):
+        return None
+    return min((m - n.mem_spec_mb) // n.gpus for n, m in zip(gpu_nodes, memory, strict=True) if m is not None)

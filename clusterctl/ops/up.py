@@ -158,7 +158,7 @@ def print_summary(console, report: UpReport, plan: ClusterPlan, access: Access) 
 
     console.print(report.phases.line() + _plays_line(report.converge), markup=False, highlight=False)
     for s in report.smoke:
-        mark = "[green]ok[/]" if s.ok else "[red]FAILED[/]"
+        mark = "[yellow]skipped[/]" if s.skipped else "[green]ok[/]" if s.ok else "[red]FAILED[/]"
         console.print(f"smoke job ({escape(s.pool)}): {mark}  {escape(s.command)}  -> {escape(s.detail)}", highlight=False)
     if not report.ok:
         console.print(f"[red]error:[/] {escape(report.error)}")

@@ -60,6 +60,7 @@ def all_vars(plan: ClusterPlan) -> dict:
             "cgroup_conf": layout.CGROUP_CONF,
             "topology_conf": layout.TOPOLOGY_CONF,
             "slurmdbd_conf": layout.SLURMDBD_CONF,
+            "accounts": layout.SLURM_ACCOUNTS if plan.slurm.accounts else None,
             "hosts": layout.HOSTS,
         },
         "clusterctl_paths": {

@@ -5,6 +5,7 @@ SLURM_CONF = "slurm/slurm.conf"
 GRES_CONF = "slurm/gres.conf"
 CGROUP_CONF = "slurm/cgroup.conf"
 TOPOLOGY_CONF = "slurm/topology.conf"
+SLURM_ACCOUNTS = "slurm/accounts.txt"  # only with accounts: ACCOUNT SHARE USER,USER (or -), one a line
 SLURMDBD_CONF = "slurm/slurmdbd.conf"  # only when the controller runs slurmdbd (no StoragePass: added on the host)
 INVENTORY = "ansible/inventory.yml"
 GROUP_VARS = "ansible/group_vars"

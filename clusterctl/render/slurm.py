@@ -12,8 +12,12 @@ from clusterctl.render.templates import render_template
 
 def _node_attrs(n: Node) -> str:
     attrs = [f"CPUs={n.cpus}"]
+    if n.sockets:
+        attrs.append(f"Sockets={n.sockets} CoresPerSocket={n.cores_per_socket} ThreadsPerCore={n.threads_per_core}")
     if n.memory_mb:
         attrs.append(f"RealMemory={n.memory_mb}")
+    if n.mem_spec_mb:
+        attrs.append(f"MemSpecLimit={n.mem_spec_mb}")
     if n.gpus:
         attrs.append(f"Gres=gpu:{n.gres_type}:{n.gpus}" if n.gres_type else f"Gres=gpu:{n.gpus}")
     if n.features:
@@ -42,7 +46,10 @@ def partition_lines(plan: ClusterPlan) -> list[str]:
         attrs = [f"PartitionName={p.name}", f"Nodes={hostlist.compress(list(p.nodes))}" if p.nodes else "Nodes="]
         if p.default:
             attrs.append("Default=YES")
-        attrs += [f"MaxTime={p.max_time}", f"PriorityTier={p.priority_tier}"]
+        # PriorityJobFactor feeds the multifactor partition weight; PriorityTier orders scheduling between tiers.
+        attrs += [f"MaxTime={p.max_time}", f"PriorityTier={p.priority_tier}", f"PriorityJobFactor={p.priority_tier}"]
+        if p.def_mem_per_gpu:
+            attrs.append(f"DefMemPerGPU={p.def_mem_per_gpu}")
         if plan.slurm.preemption:
             attrs.append(f"PreemptMode={p.preempt_mode}")
             if p.grace_time:
@@ -59,10 +66,25 @@ def gres_lines(plan: ClusterPlan) -> list[str]:
         if not nodes or not pool.gpus_per_node:
             continue
         n = nodes[0]
-        files = "/dev/nvidia0" if n.gpus == 1 else f"/dev/nvidia[0-{n.gpus - 1}]"
+        names = hostlist.compress([x.name for x in nodes])
         typ = f" Type={n.gres_type}" if n.gres_type else ""
-        lines.append(f"NodeName={hostlist.compress([x.name for x in nodes])} Name=gpu{typ} File={files}")
+        for first, last, cores in _gpu_groups(n.gpus, pool.gpu_cores):
+            files = f"/dev/nvidia{first}" if first == last else f"/dev/nvidia[{first}-{last}]"
+            lines.append(f"NodeName={names} Name=gpu{typ} File={files}" + (f" Cores={cores}" if cores else ""))
     return lines
+
+
+def _gpu_groups(gpus: int, cores: tuple[str, ...]) -> list[tuple[int, int, str]]:
+    """(first, last, cores) runs of GPU indexes sharing one socket; one run without cores when the layout is unknown."""
+    if not cores:
+        return [(0, gpus - 1, "")]
+    runs: list[tuple[int, int, str]] = []
+    for i, c in enumerate(cores):
+        if runs and runs[-1][2] == c:
+            runs[-1] = (runs[-1][0], i, c)
+        else:
+            runs.append((i, i, c))
+    return runs
 
 
 def switch_lines(plan: ClusterPlan) -> list[str]:
@@ -86,6 +108,8 @@ def render_slurm(plan: ClusterPlan) -> dict[str, str]:
     ctx = dict(
         plan=plan,
         slurm_version="%d.%02d" % plan.slurm.version,
+        # 23.11 removed both (NoAddrCache is refused as defunct; cloud_reg_addrs became the default behaviour).
+        before_23_11=plan.slurm.version < (23, 11),
         node_lines=node_lines(plan),
         partition_lines=partition_lines(plan),
         preempt_mode=preempt_mode(plan),
@@ -103,6 +127,9 @@ def render_slurm(plan: ClusterPlan) -> dict[str, str]:
         layout.CGROUP_CONF: render_template("slurm/cgroup.conf.j2", plan=plan),
         layout.TOPOLOGY_CONF: render_template("slurm/topology.conf.j2", plan=plan, switch_lines=switch_lines(plan)),
     }
+    if plan.slurm.accounts:
+        files[layout.SLURM_ACCOUNTS] = "".join(
+            f"{name} {share} {','.join(users) or '-'}\n" for name, share, users in plan.slurm.accounts)
     if runs_slurmdbd(plan):
         files[layout.SLURMDBD_CONF] = render_template("slurm/slurmdbd.conf.j2", plan=plan, slurm_version=ctx["slurm_version"])
     return files

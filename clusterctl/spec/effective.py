@@ -6,6 +6,7 @@ from ipaddress import IPv4Network
 
 from clusterctl.core import hostlist
 from clusterctl.catalog import GPUS, INSTANCE_TYPES
+from clusterctl.catalog.cpus import INSTANCE_LAYOUTS, REFERENCE_SERVER_LAYOUTS, CpuLayout
 from clusterctl.spec.cluster import ClusterSpec
 from clusterctl.spec.fabric import Fabric
 from clusterctl.spec.pools import AwsPool, LocalPool, OnpremPool
@@ -46,9 +47,26 @@ OS_MEMORY_RESERVE = 0.05
 
 
 def cpus(pool) -> int:
-    """CPUs Slurm schedules per node: the spec's, else the instance type's vCPUs, else 1 (Slurm's own default)."""
+    """CPUs Slurm schedules per node: the spec's, else the CPU layout's, else the instance type's vCPUs, else 1."""
     it = instance_type(pool)
-    return pool.cpus or (it.vcpus if it else 1)
+    layout = cpu_layout(pool)
+    return pool.cpus or (layout.cpus if layout else None) or (it.vcpus if it else 1)
+
+
+def cpu_layout(pool) -> CpuLayout | None:
+    """Sockets/cores/threads per node: the spec's; else the catalog's for the instance type, or for owned nodes the GPU's
+    reference server where the spec's CPU count matches it. Lab nodes get one only from the spec."""
+    if pool.sockets is not None:
+        return CpuLayout(pool.sockets, pool.cores_per_socket, pool.threads_per_core)
+    if isinstance(pool, AwsPool):
+        layout = INSTANCE_LAYOUTS.get(pool.instance_type)
+        return layout if layout and pool.cpus in (None, layout.cpus) else None
+    if isinstance(pool, OnpremPool):
+        # Only when the spec's CPU count says the nodes are built like the reference server: a guess about owned
+        # hardware that is wrong makes slurmd register fewer CPUs than configured, and the node goes INVAL.
+        layout = REFERENCE_SERVER_LAYOUTS.get(pool.gpu or "")
+        return layout if layout and pool.cpus == layout.cpus else None
+    return None
 
 
 def memory_mb(pool) -> int | None:

@@ -70,10 +70,24 @@ class PoolCommon(SpecModel):
     )
     cpus: int | None = spec_field(None, ge=1, le=4096, description="CPUs Slurm schedules per node (default: catalog or 1).", policy=D)
     memory_mb: int | None = spec_field(None, ge=256, description="RealMemory Slurm schedules per node, MiB.", policy=D)
+    sockets: int | None = spec_field(
+        None, ge=1, le=16, description="CPU sockets per node (Slurm Sockets); default: the catalog's layout. Give with "
+        "cores_per_socket and threads_per_core.", policy=D)
+    cores_per_socket: int | None = spec_field(None, ge=1, le=512, description="Physical cores per socket (CoresPerSocket).", policy=D)
+    threads_per_core: int | None = spec_field(None, ge=1, le=8, description="Hardware threads per core (ThreadsPerCore).", policy=D)
     features: list[Annotated[str, StringConstraints(pattern=FEATURE_PATTERN)]] = spec_field(
         default_factory=list, description="Extra Slurm node features (letters, digits, _ and -).", policy=L
     )
     fabric: Fabric | None = spec_field(None, description="Overrides the cluster-level fabric for this pool.", policy=R)
+
+    @model_validator(mode="after")
+    def _cpu_layout(self):
+        given = [v is not None for v in (self.sockets, self.cores_per_socket, self.threads_per_core)]
+        if any(given) and not all(given):
+            raise ValueError("give sockets, cores_per_socket and threads_per_core together")
+        if all(given) and self.cpus is not None and self.cpus != self.sockets * self.cores_per_socket * self.threads_per_core:
+            raise ValueError("cpus must equal sockets x cores_per_socket x threads_per_core")
+        return self
 
 
 class LocalPool(PoolCommon):

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Literal
 
+from pydantic import model_validator
+
 from clusterctl.spec.base import SpecModel, UpdatePolicy, spec_field
-from clusterctl.spec.types import PART_NAME_PATTERN, Address, PartitionName, PoolName, allowed
+from clusterctl.spec.types import PART_NAME_PATTERN, Address, PartitionName, PoolName, PosixUser, allowed
 
 L = UpdatePolicy.LIVE
 
@@ -40,6 +42,15 @@ class Accounting(SpecModel):
         "the controller runs its own.")
 
 
+ACCOUNT_PATTERN = allowed(r"^[a-z][a-z0-9_-]{0,31}$", "an account name: a lower-case letter, then letters, digits, _ or -, at most 32")
+
+
+class Account(SpecModel):
+    name: str = spec_field(pattern=ACCOUNT_PATTERN, description="Slurm account (sacctmgr), e.g. a team.")
+    share: int = spec_field(1, ge=1, le=1_000_000, description="Fair-share weight relative to sibling accounts (fairshare=).")
+    users: list[PosixUser] = spec_field(default_factory=list, description="POSIX users who submit under this account.")
+
+
 class BurstTarget(SpecModel):
     partition: PartitionName = spec_field(description="Partition whose queue may grow into the pools.")
     pools: list[PoolName] = spec_field(min_length=1, description="Elastic pools that partition may power up.")
@@ -67,6 +78,19 @@ class Slurm(SpecModel):
     drain_timeout_seconds: int = spec_field(
         3600, ge=60, le=7 * 86400, description="How long a rolling change waits for a batch's jobs to finish draining."
     )
+    accounts: list[Account] = spec_field(
+        default_factory=list, max_length=4096,
+        description="Accounts with fair-share weights and their users, applied with sacctmgr on every converge (added and "
+        "updated, never removed: removing an account drops its usage history). Needs accounting.")
+
+    @model_validator(mode="after")
+    def _accounts(self):
+        names = [a.name for a in self.accounts]
+        if len(set(names)) != len(names):
+            raise ValueError("account names must be unique")
+        if names and not self.accounting.enabled:
+            raise ValueError("accounts need accounting (scheduler.slurm.accounting.enabled: true)")
+        return self
 
 
 class Scheduler(SpecModel):

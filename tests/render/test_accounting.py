@@ -10,6 +10,7 @@ def build_with(accounting: dict | None):
     def edit(d):
         if accounting is None:
             d["scheduler"]["slurm"].pop("accounting", None)
+            d["scheduler"]["slurm"].pop("accounts", None)  # accounts need accounting
         else:
             d["scheduler"]["slurm"]["accounting"] = accounting
 
