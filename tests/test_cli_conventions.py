@@ -1,6 +1,7 @@
 """Every command follows the same conventions: --help works, a usage error exits 1 with the parser's own message (never
 2, which means "changes" for plan and drift, and never "internal error"), and --output json prints one JSON document
-with the envelope {"cluster", "ok", ...}, also when the spec is refused."""
+with the envelope {"cluster", "ok", ...}, also when the spec is refused. (`schema` prints the JSON Schema itself, which
+editors read as it is; `burst` is run by slurmctld, which reads exit codes only.)"""
 
 from __future__ import annotations
 
@@ -67,6 +68,13 @@ def test_json_output_of_a_good_spec_has_the_envelope(command, extra, tmp_path):
     doc = json.loads(r.stdout)
     if command != "plan":  # plan's JSON is the saved plan file `apply --plan` reads
         assert list(doc)[:2] == ["cluster", "ok"] and doc["cluster"] == "lab"
+
+
+def test_init_and_render_json_have_the_envelope(tmp_path):
+    doc = json.loads(run("init", "--out", tmp_path / "c.yaml", "--output", "json", tmp_path=tmp_path).stdout)
+    assert list(doc)[:2] == ["cluster", "ok"] and doc["cluster"] == "lab"
+    doc = json.loads(run("render", tmp_path / "c.yaml", "--dir", tmp_path / "b", "-o", "json", tmp_path=tmp_path).stdout)
+    assert list(doc)[:2] == ["cluster", "ok"] and "slurm/slurm.conf" in doc["changed"]
 
 
 def test_size_json_has_the_envelope(tmp_path):

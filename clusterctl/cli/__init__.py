@@ -92,6 +92,16 @@ def _compile(spec: Path, fmt: Enum = Format.text):
     return Compiled.of(_load(spec, fmt))
 
 
+def _format_or_path(value: str, path_flag: str) -> tuple[str, Path | None]:
+    """--output/-o is the format (text | json); before, it named a path here, which still works for one release."""
+    if value in ("text", "json"):
+        return value, None
+    if value == "markdown":
+        raise typer.BadParameter("markdown is not an output of this command: text or json", param_hint="'--output'")
+    typer.echo(f"note: --output/-o PATH is deprecated here; use {path_flag} PATH (--output is the format now)", err=True)
+    return "text", Path(value)
+
+
 def _cluster_name(loaded) -> str | None:
     return loaded.spec.name if loaded.spec is not None else None
 
@@ -110,18 +120,26 @@ def init(
     out: Path = typer.Option(Path("cluster.yaml"), "--out", help="Where to write the spec."),
     name: Optional[str] = typer.Option(None, "--name", help="Cluster name (default: the preset's)."),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing file."),
-    old_output: Optional[Path] = typer.Option(None, "--output", "-o", hidden=True),
+    output: str = typer.Option("text", "--output", "-o", help="text or json."),
 ) -> None:
     """Write a starter spec from a named preset."""
-    from clusterctl.core.errors import ClusterctlError
+    from clusterctl.cli.output import envelope
     from clusterctl.cli.presets import preset_text
+    from clusterctl.core.errors import ClusterctlError
 
-    output = _legacy(out, old_output, "--output/-o", "--out")
-    if output.exists() and not force:
-        raise ClusterctlError(f"{output} exists; pass --force to overwrite it")
+    fmt, old_path = _format_or_path(output, "--out")
+    path = old_path or out
+    if path.exists() and not force:
+        raise ClusterctlError(f"{path} exists; pass --force to overwrite it")
     text = preset_text(PRESET_FILES[preset], name)
-    output.write_text(text)
-    typer.echo(f"wrote {output} (preset {preset.value}); next: clusterctl validate {output}")
+    path.write_text(text)
+    if fmt == "json":
+        from clusterctl.spec.loader import parse_yaml
+
+        data, _ = parse_yaml(text)
+        sys.stdout.write(envelope(str(data.get("name")), True, file=str(path), preset=preset.value))
+    else:
+        typer.echo(f"wrote {path} (preset {preset.value}); next: clusterctl validate {path}")
 
 
 @app.command()
@@ -166,15 +184,21 @@ def schema(
 def render(
     spec: Path = SpecArg,
     dir: Path = typer.Option(Path("build"), "--dir", help="Build directory."),
-    old_output: Optional[Path] = typer.Option(None, "--output", "-o", hidden=True),
+    output: str = typer.Option("text", "--output", "-o", help="text or json."),
 ) -> None:
     """Render every config file the cluster runs on into a build directory (same spec, same bytes)."""
-    output = _legacy(dir, old_output, "--output/-o", "--dir")
+    from clusterctl.cli.output import envelope
     from clusterctl.render.write import write_build
 
-    files = _compile(spec).files
-    changed = write_build(files, output)
-    typer.echo(f"rendered {len(files)} files into {output} ({len(changed)} changed)")
+    fmt, old_path = _format_or_path(output, "--dir")
+    target = old_path or dir
+    compiled = _compile(spec, Format(fmt))
+    changed = write_build(compiled.files, target)
+    if fmt == "json":
+        sys.stdout.write(envelope(compiled.name, True, dir=str(target), files=sorted(compiled.files),
+                                  changed=sorted(changed)))
+    else:
+        typer.echo(f"rendered {len(compiled.files)} files into {target} ({len(changed)} changed)")
 
 
 @app.command()
