@@ -46,7 +46,7 @@ def access_for(plan: ClusterPlan, state: ClusterState, log=print) -> Access:
     if plan.lab is None:
         if plan.controller.provider == "aws" or plan.aws_pools:
             # The cluster's own admin key (made by the cloud engine, installed by cloud-init).
-            return Access(ssh_options(plan, state, private_key=state.secrets_dir / "aws_admin_ed25519"), None)
+            return Access(ssh_options(plan, state, private_key=state.secret_file("aws_admin_ed25519")), None)
         return Access(ssh_options(plan, state), None)
     from clusterctl.ops.lab import lab_for
 

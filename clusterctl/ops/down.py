@@ -41,7 +41,7 @@ def down(spec, console, force: bool = False, quiet: bool = False) -> dict:
         from clusterctl.engines.aws.automation import require_pulumi_cli
 
         require_pulumi_cli()  # the stack can only be destroyed through Pulumi: say so before draining anything
-    state = ClusterState(spec.name)
+    state = ClusterState.for_spec(spec)
     with state.lock("down"):
         plan, _ = render_spec(spec)
         say = (lambda m: None) if quiet else (lambda m: console.print(f"  {m}", markup=False))

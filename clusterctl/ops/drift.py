@@ -17,10 +17,10 @@ def drift(spec, console=None) -> dict:
     from clusterctl.render import render_spec
     from clusterctl.render.write import read_build
 
-    state = ClusterState(spec.name)
+    state = ClusterState.for_spec(spec)
     applied = state.applied_dir
     if not read_build(applied):
-        raise ClusterctlError(f"cluster {spec.name} has not been applied from this state directory ({state.dir})")
+        raise ClusterctlError(f"cluster {spec.name} has not been applied (state: {state.backend.url}, {state.dir})")
     plan, _ = render_spec(spec)
     access = access_for(plan, state, lambda m: None)
     hosts = check_applied(applied, access, state, console)

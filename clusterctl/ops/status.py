@@ -25,7 +25,7 @@ def slurm_nodes(access, plan) -> tuple[dict[str, dict], str | None]:
 def status(spec, console=None) -> dict:
     from clusterctl.render import render_spec
 
-    state = ClusterState(spec.name)
+    state = ClusterState.for_spec(spec)
     plan, _ = render_spec(spec)
     applied = bool(state.applied_build())
     access = access_for(plan, state, lambda m: None)

@@ -93,18 +93,18 @@ def has_aws(spec) -> bool:
 
 
 def up(spec, console, quiet: bool = False, fast: bool = True, confirm=None, on_findings=None, locked: bool = False,
-       rollout=None) -> tuple[UpReport, ClusterPlan, Access]:
+       rollout=None, state: ClusterState | None = None) -> tuple[UpReport, ClusterPlan, Access]:
     """Bring the cluster to the spec. Raises (before converging) when the cloud part cannot go ahead.
 
     confirm(preview) -> bool decides whether the previewed AWS changes are made (the CLI asks, or --yes).
-    locked: the caller (apply) already holds the cluster's lock.
+    locked: the caller (apply) already holds the cluster's lock (through `state`, which it passes).
     rollout(plan, build, access, key) -> RunResult: converges in drained batches instead of all hosts at once.
     """
     if has_aws(spec):
         from clusterctl.engines.aws.automation import require_pulumi_cli
 
         require_pulumi_cli()  # before anything, the state dir included: without the CLI nothing may change
-    state = ClusterState(spec.name)
+    state = state or ClusterState.for_spec(spec)
     log = (lambda msg: None) if quiet else (lambda msg: console.print(f"  {msg}", highlight=False, markup=False))
     with nullcontext() if locked else state.lock("up"):
         plan, files = render_spec(spec)
