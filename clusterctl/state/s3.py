@@ -151,6 +151,15 @@ class S3Backend:
         return self._kms
 
     def secret(self, name: str, make: Callable[[], bytes] | None, mode: int = 0o600) -> bytes | None:
+        from botocore.exceptions import ClientError
+
+        try:
+            return self._secret(name, make)
+        except ClientError as e:  # KMS: no such key, no permission, a wrapped key that is not this secret's
+            raise StateError(f"secret {name} of cluster {self.cluster} in {self.url}: KMS refused: "
+                             f"{e.response.get('Error', {}).get('Code', e)}") from None
+
+    def _secret(self, name: str, make: Callable[[], bytes] | None) -> bytes | None:
         from clusterctl.state import envelope
 
         key = f"{self.root}secrets/{name}.enc"
