@@ -34,6 +34,7 @@ class ClusterState:
         self.backend = open_backend(backend or chosen_url(None), cluster, self.dir, kms_key or chosen_kms_key(None))
         self._holder: dict | None = None
         self._secrets_tmp: Path | None = None
+        self._known_hosts: bytes | None = None  # s3: the backend's copy as fetched, to tell what this run added
 
     @classmethod
     def for_spec(cls, spec, root: Path | None = None) -> "ClusterState":
@@ -96,6 +97,7 @@ class ClusterState:
                     yield me
                 finally:
                     self._holder = None
+                    self._keep_known_hosts()
 
         return held()
 
@@ -139,8 +141,26 @@ class ClusterState:
 
     @property
     def known_hosts_path(self) -> Path:
-        """Host keys of the cluster's hosts that the spec does not pin, recorded on first contact."""
-        return self.dir / "known_hosts"
+        """Host keys of the cluster's hosts that the spec does not pin, recorded on first contact. With an s3
+        backend they live in the bucket too: a fresh runner checks hosts strictly against what an earlier one
+        recorded, instead of accepting every key anew."""
+        path = self.dir / "known_hosts"
+        if not self.is_local and self._known_hosts is None:
+            self._known_hosts = self.backend.plain("known_hosts") or b""
+            if self._known_hosts:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_bytes(self._known_hosts)
+        return path
+
+    def _keep_known_hosts(self) -> None:
+        """At lock release: keys this run recorded go to the backend (only lock holders write them, so no merge)."""
+        if self.is_local or self._known_hosts is None:
+            return
+        path = self.dir / "known_hosts"
+        now = path.read_bytes() if path.exists() else b""
+        if now and now != self._known_hosts:
+            self.backend.put_plain("known_hosts", now)
+            self._known_hosts = now
 
     def pulumi_url(self) -> str:
         """The Pulumi backend when the spec names none: next to the rest of the state, so a runner that is thrown

@@ -87,6 +87,18 @@ class LocalBackend:
         return sorted(p.name for p in self.secrets_dir.iterdir() if p.is_file() and not p.name.startswith("."))
 
 
+    def plain(self, name: str) -> bytes | None:
+        """Non-secret files of the state (known_hosts): in the directory itself."""
+        try:
+            return (self.dir / name).read_bytes()
+        except FileNotFoundError:
+            return None
+
+    def put_plain(self, name: str, data: bytes) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        (self.dir / name).write_bytes(data)
+
+
 def create_once(path: Path, make: Callable[[], bytes], mode: int) -> None:
     """Write `path` atomically unless it exists (a second writer's file wins over ours, never half of one)."""
     if path.exists():

@@ -7,6 +7,7 @@ Under <prefix>/<cluster>/:
                             Moved only by a conditional write (If-Match on the ETag read, or If-None-Match for the
                             first), so a build stored half-way is never current and two writers never both move it
   secrets/<name>.enc        envelope-encrypted secrets (clusterctl.state.envelope); created once, If-None-Match
+  plain/known_hosts         host keys recorded on first contact (public: not encrypted)
 Endpoint, region and credentials come from the usual AWS settings (AWS_ENDPOINT_URL included).
 """
 
@@ -140,6 +141,15 @@ class S3Backend:
 
     def break_lock(self, lock_id: str | None) -> dict | None:
         return self._lock.break_(lock_id)
+
+    # -- non-secret files -------------------------------------------------------------------------------------------
+
+    def plain(self, name: str) -> bytes | None:
+        got = self.objects.get(f"{self.root}plain/{name}")
+        return got[0] if got else None
+
+    def put_plain(self, name: str, data: bytes) -> None:
+        self.objects.put(f"{self.root}plain/{name}", data)
 
     # -- secrets -------------------------------------------------------------------------------------------------
 

@@ -292,3 +292,14 @@ def test_history_after_three_applies_lists_them_in_order(s3, tmp_path):
 def test_pulumi_state_defaults_next_to_the_s3_state(s3, tmp_path):
     st = ClusterState("lab", tmp_path, backend=URL, kms_key=ALIAS)
     assert st.pulumi_url() == f"{URL}/lab/pulumi"
+
+
+def test_host_keys_a_runner_recorded_are_known_to_the_next(s3, tmp_path):
+    spec = spec_of(spec_data())
+    a = runner(tmp_path, "A", spec)
+    line = b"10.0.0.5 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIPlaceholderKeyForTheTest\n"
+    with a.lock("up"):
+        a.dir.mkdir(parents=True)  # made by hostkeys.write_config in a real run
+        a.known_hosts_path.write_bytes(line)  # what ssh's accept-new writes on first contact
+    b = runner(tmp_path, "B", spec)
+    assert b.known_hosts_path.read_bytes() == line
