@@ -10,10 +10,11 @@ checkout: the munge key and SSH keys are secrets.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Callable
 
-from clusterctl.state.backend import Applied, chosen_kms_key, chosen_url, history_entry, open_backend
+from clusterctl.state.backend import Applied, Backend, StateError, chosen_kms_key, chosen_url, history_entry
 
 __all__ = ["Applied", "ClusterState", "state_root"]
 
@@ -45,13 +46,20 @@ class ClusterState:
     def is_local(self) -> bool:
         return self.backend.url == "local"
 
+    def _local(self):
+        """The local backend, for what only a directory has (the applied build and secrets as files)."""
+        from clusterctl.state.local import LocalBackend
+
+        assert isinstance(self.backend, LocalBackend)
+        return self.backend
+
     # -- applied builds -------------------------------------------------------------------------------------------
 
     @property
     def applied_dir(self) -> Path:
         """The applied build as a directory (Ansible and check mode read files): the backend's, or a fresh copy."""
         if self.is_local:
-            return self.backend.applied_dir
+            return self._local().applied_dir
         from clusterctl.render.write import write_build
 
         copy = self.dir / "applied-copy"
@@ -116,7 +124,7 @@ class ClusterState:
         """Where secret files are: the state directory's (local), or a private directory of this process, in memory
         where the machine has /dev/shm, removed when it exits (s3: the backend holds them only encrypted)."""
         if self.is_local:
-            return self.backend.secrets_dir
+            return self._local().secrets_dir
         if self._secrets_tmp is None:
             self._secrets_tmp = _private_dir()
         return self._secrets_tmp
@@ -168,6 +176,20 @@ class ClusterState:
         if self.is_local:
             return (self.dir / "pulumi").as_uri()
         return f"{self.backend.url}/{self.cluster}/pulumi"
+
+
+def open_backend(url: str, cluster: str, local_dir: Path, kms_key: str | None) -> Backend:
+    # Here, not in state.backend: the backends import that module, so choosing them there would be a cycle.
+    if url == "local":
+        from clusterctl.state.local import LocalBackend
+
+        return LocalBackend(local_dir, cluster)
+    m = re.fullmatch(r"s3://([^/]+)/?(.*)", url)
+    if not m:
+        raise StateError(f"state backend {url!r}: not `local` or s3://bucket/prefix")
+    from clusterctl.state.s3 import S3Backend
+
+    return S3Backend(m.group(1), m.group(2).strip("/"), cluster, kms_key)
 
 
 def _private_dir() -> Path:

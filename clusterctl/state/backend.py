@@ -10,11 +10,9 @@ from __future__ import annotations
 import getpass
 import json
 import os
-import re
 import socket
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Callable, ContextManager, Protocol
 
 from clusterctl.core.errors import ClusterctlError
@@ -47,7 +45,7 @@ class Backend(Protocol):
     def lock(self, command: str) -> ContextManager[dict]: ...
     def holder(self) -> dict | None: ...
     def break_lock(self, lock_id: str | None) -> dict | None: ...
-    def secret(self, name: str, make: Callable[[], bytes] | None) -> bytes | None: ...
+    def secret(self, name: str, make: Callable[[], bytes] | None, mode: int = 0o600) -> bytes | None: ...
     def secret_names(self) -> list[str]: ...
     def plain(self, name: str) -> bytes | None: ...
     def put_plain(self, name: str, data: bytes) -> None: ...
@@ -77,19 +75,6 @@ def chosen_kms_key(from_spec: str | None) -> str | None:
         except ValueError:
             raise StateError(f"{KMS_ENV}={env!r}: not a KMS alias (alias/...) or key ARN") from None
     return env or from_spec
-
-
-def open_backend(url: str, cluster: str, local_dir: Path, kms_key: str | None) -> Backend:
-    if url == "local":
-        from clusterctl.state.local import LocalBackend
-
-        return LocalBackend(local_dir, cluster)
-    m = re.fullmatch(r"s3://([^/]+)/?(.*)", url)
-    if not m:
-        raise StateError(f"state backend {url!r}: not `local` or s3://bucket/prefix")
-    from clusterctl.state.s3 import S3Backend
-
-    return S3Backend(m.group(1), m.group(2).strip("/"), cluster, kms_key)
 
 
 def actor() -> dict:

@@ -22,7 +22,7 @@ def migrate(source: ClusterState, target: ClusterState) -> dict:
             data = source.secret(name)
             if data is None:
                 continue
-            kept = target.secret(name, lambda d=data: d)  # created once: an existing value is kept, and compared
+            kept = target.secret(name, _given(data))  # created once: an existing value is kept, and compared
             if kept != data:
                 raise StateError(f"{target.backend.url} holds a different secret {name} for cluster "
                                  f"{source.cluster}; nothing more was moved")
@@ -33,6 +33,10 @@ def migrate(source: ClusterState, target: ClusterState) -> dict:
             recorded = target.record_applied(applied)
         return {"cluster": source.cluster, "from": source.backend.url, "to": target.backend.url,
                 "secrets": moved, "applied_version": recorded or target.applied().version}
+
+
+def _given(data: bytes):
+    return lambda: data
 
 
 def _refuse_other_cluster(source: ClusterState, target: ClusterState) -> None:

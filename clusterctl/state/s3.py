@@ -156,8 +156,13 @@ class S3Backend:
     def _kms_client(self):
         if self._kms is None:
             import boto3
+            from botocore.exceptions import NoRegionError
 
-            self._kms = boto3.client("kms")
+            try:
+                self._kms = boto3.client("kms")
+            except NoRegionError:
+                raise StateError("the s3 state backend's secrets need KMS, and KMS a region: set AWS_REGION "
+                                 "(or AWS_DEFAULT_REGION) to the KMS key's") from None
         return self._kms
 
     def secret(self, name: str, make: Callable[[], bytes] | None, mode: int = 0o600) -> bytes | None:
