@@ -1,6 +1,7 @@
 """The s3 state backend against a real moto_server: two state directories stand for two throwaway CI runners that
-share only the bucket. No lab: `apply` itself needs nodes, so its staleness gate is driven at the ops level
-(ops.apply.current_report + check_fresh, the functions apply runs), and the CLI's `plan` runs for real."""
+share only the bucket. No lab: `plan` runs for real; `apply` runs for real only up to where it would touch nodes
+(its staleness gate and its lock come before that), and a successful apply's recording is driven at the state
+level (ClusterState.record_applied under the lock, as ops.up does once the smoke job passed)."""
 
 from __future__ import annotations
 
@@ -303,3 +304,33 @@ def test_host_keys_a_runner_recorded_are_known_to_the_next(s3, tmp_path):
         a.known_hosts_path.write_bytes(line)  # what ssh's accept-new writes on first contact
     b = runner(tmp_path, "B", spec)
     assert b.known_hosts_path.read_bytes() == line
+
+
+def test_real_apply_cli_refuses_a_stale_plan_and_breaks_a_dead_lock_only_by_its_id(s3, tmp_path, monkeypatch):
+    """`clusterctl apply` itself: its gates run before any node is touched, so no lab is needed to see them refuse."""
+    data = spec_data()
+    spec_file = tmp_path / "cluster.yaml"
+    spec_file.write_text(to_yaml(data))
+    spec = spec_of(data)
+    assert cli("plan", spec_file, "--no-cloud", "--out", tmp_path / "plan.json", state_dir=tmp_path / "A").returncode == 2
+    apply_from(runner(tmp_path, "B", spec), spec)  # another runner applied meanwhile
+    r = cli("apply", spec_file, "--plan", tmp_path / "plan.json", state_dir=tmp_path / "A")
+    assert r.returncode == 1 and "stale plan" in r.stderr, r.stderr
+
+    # A plan with nothing to do: past its gates `apply` takes the lock, and stops there (no nodes to touch).
+    assert cli("plan", spec_file, "--no-cloud", "--out", tmp_path / "noop.json", state_dir=tmp_path / "A").returncode == 0
+    monkeypatch.setenv("CLUSTERCTL_STATE_BACKEND", URL)
+    p = subprocess.Popen([sys.executable, "-c", HOLD, str(tmp_path / "dead-runner")], stdout=subprocess.PIPE, text=True)
+    lock_id = p.stdout.readline().strip()
+    os.kill(p.pid, signal.SIGKILL)
+    p.wait()
+    noop = ["apply", spec_file, "--plan", tmp_path / "noop.json"]
+    r = cli(*noop, state_dir=tmp_path / "A")
+    assert r.returncode == 1 and f"--break-lock {lock_id}" in " ".join(r.stderr.split()), r.stderr
+    for wrong in (["--break-lock"], ["--break-lock", "f" * 32]):
+        r = cli(*noop, *wrong, state_dir=tmp_path / "A")
+        assert r.returncode == 1 and "no changes" not in r.stdout, r.stdout + r.stderr
+        assert ClusterState("lab", tmp_path / "A").lock_holder()["id"] == lock_id
+    r = cli(*noop, "--break-lock", lock_id, state_dir=tmp_path / "A")
+    assert r.returncode == 0 and f"cleared the lock {lock_id}" in r.stdout and "no changes" in r.stdout, r.stdout + r.stderr
+    assert ClusterState("lab", tmp_path / "A").lock_holder() is None
