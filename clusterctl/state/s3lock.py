@@ -48,7 +48,10 @@ class S3Lock:
         try:
             yield me
         except BaseException:
-            self.objects.delete(self.key, if_match=etag)
+            try:
+                self.objects.delete(self.key, if_match=etag)
+            except Exception:  # noqa: BLE001 - the run's own error is the one to report; the lock id was printed
+                pass
             raise
         if not self.objects.delete(self.key, if_match=etag):
             raise LockedError(f"the lock of cluster {self.cluster} was broken (--break-lock) while this run held it; "
