@@ -26,8 +26,11 @@ app = typer.Typer(
 _state = {"debug": False}
 
 SpecArg = typer.Argument(..., help="Cluster spec (cluster.yaml).", exists=False, metavar="SPEC")
-BreakLockOpt = typer.Option(False, "--break-lock", help="Clear what a killed run left in the lock file first "
-                            "(the lock itself is freed when a run ends; a running one is never displaced).")
+BreakLockOpt = typer.Option(
+    None, "--break-lock", metavar="[ID]",
+    help="Local state: clear what a killed run left in the lock file first (the lock itself is freed when a run ends; "
+    "a running one is never displaced). s3 state: remove the lock with this ID (the one the refusal printed), once "
+    "you know its run is gone; never done automatically.")
 
 
 class Format(str, Enum):
@@ -214,16 +217,17 @@ def plan(
     cloud: bool = typer.Option(True, "--cloud/--no-cloud", help="Pulumi preview of the aws stack (specs with aws pools)."),
 ) -> None:
     """Show exactly what would change and what each change costs. Exit 0: no changes, 2: changes, 1: error."""
-    from clusterctl.diff import build_report
     from clusterctl.diff.formats import FORMATS, as_json
+    from clusterctl.ops.apply import report_against
     from clusterctl.ops.plan_live import add_cloud, add_cost, add_hosts
-    from clusterctl.state import ClusterState
+    from clusterctl.state import Applied, ClusterState
 
     format = _legacy(output, old_format, "--format/-f", "--output/-o")
     compiled = _compile(spec, format)
-    state = ClusterState(compiled.name)
-    old = _against_build(against, compiled.name) if against else state.applied_build()
-    report = build_report(compiled.name, old, compiled.files)
+    state = ClusterState.for_spec(compiled.spec)
+    applied = Applied(_against_build(against, compiled.name), None) if against else state.applied()
+    old = applied.files
+    report = report_against(compiled.name, applied, compiled.files)
     add_cost(report, old, compiled)
     if cloud:
         add_cloud(report, compiled, state)
@@ -271,7 +275,7 @@ def up(
     spec: Path = SpecArg,
     output: Output = typer.Option(Output.text, "--output", "-o", help="json: no live view, one JSON report on stdout."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Make the previewed cloud changes without asking (pipelines)."),
-    break_lock: bool = BreakLockOpt,
+    break_lock: Optional[str] = BreakLockOpt,
 ) -> None:
     """Bring the cluster to the spec: cloud resources (AWS: preflight, preview, confirm), then lab nodes or hosts
     converged with Ansible, then a smoke job.
@@ -287,7 +291,7 @@ def up(
     compiled = _compile(spec, output)
     quiet = output is Output.json
     out = console(stderr=quiet)
-    _maybe_break_lock(compiled.name, break_lock, out)
+    _maybe_break_lock(compiled.spec, break_lock, out)
     report, plan, access = do_up(compiled, out, quiet=quiet, confirm=_confirm_cloud(out, yes, quiet, compiled),
                                  on_findings=lambda fs: print_findings(fs, str(spec), stderr=True))
     if quiet:
@@ -301,7 +305,7 @@ def up(
 def down(
     spec: Path = SpecArg,
     force: bool = typer.Option(False, "--force", help="Go ahead even while jobs run (they are killed)."),
-    break_lock: bool = BreakLockOpt,
+    break_lock: Optional[str] = BreakLockOpt,
     output: Output = typer.Option(Output.text, "--output", "-o"),
 ) -> None:
     """Take the cluster down: lab nodes removed completely; owned hosts drained and the daemons clusterctl started
@@ -312,7 +316,7 @@ def down(
     from clusterctl.cli.output import console, document
 
     compiled = _compile(spec, output)
-    _maybe_break_lock(compiled.name, break_lock, console(stderr=True))
+    _maybe_break_lock(compiled.spec, break_lock, console(stderr=True))
     result = do_down(compiled, console(stderr=output is Output.json), force=force, quiet=output is Output.json)
     if output is Output.json:
         sys.stdout.write(document(compiled.name, True, result))
@@ -341,7 +345,7 @@ def apply(
     plan_file: Optional[Path] = typer.Option(None, "--plan", help="The reviewed plan (`plan --out`): refused if stale."),
     allow_replace: bool = typer.Option(False, "--allow-replace", help="Allow changes that replace nodes or resources."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Make the previewed cloud changes without asking."),
-    break_lock: bool = BreakLockOpt,
+    break_lock: Optional[str] = BreakLockOpt,
     output: Output = typer.Option(Output.text, "--output", "-o"),
 ) -> None:
     """Apply a spec change as planned: stale plans, forbidden changes and unallowed replacements are refused;
@@ -355,7 +359,7 @@ def apply(
     compiled = _compile(spec, output)
     quiet = output is Output.json
     out = console(stderr=quiet)
-    _maybe_break_lock(compiled.name, break_lock, out)
+    _maybe_break_lock(compiled.spec, break_lock, out)
     report, up_report, plan, access = do_apply(
         compiled, out, plan_file=plan_file, allow_replace=allow_replace, quiet=quiet,
         confirm=_confirm_cloud(out, yes, quiet, compiled), on_findings=lambda fs: print_findings(fs, str(spec), stderr=True))
@@ -413,22 +417,26 @@ def _confirm_cloud(out, yes: bool, quiet: bool, compiled):
     return confirm
 
 
-def _maybe_break_lock(cluster: str, break_lock: bool, out) -> None:
-    if not break_lock:
+def _maybe_break_lock(cluster, break_lock: str | None, out) -> None:
+    """break_lock: None (not given), "" (bare --break-lock) or a lock id."""
+    if break_lock is None:
         return
     from clusterctl.state.lock import describe
     from clusterctl.state import ClusterState
 
-    holder = ClusterState(cluster).break_lock()  # refuses (LockedError) while a live run holds the lock
-    out.print(f"cleared the lock info left by {describe(holder)}, which is gone" if holder else "no lock was held",
-              markup=False)
+    # Refuses (LockedError) while a live local run holds the lock, and for s3 without the lock's exact id.
+    holder = ClusterState.for_spec(cluster).break_lock(break_lock or None)
+    out.print(f"cleared the lock {holder.get('id')} left by {describe(holder)}, which is gone" if holder
+              else "no lock was held", markup=False)
 
 
 from clusterctl.cli.economics import register as _register_economics  # noqa: E402
 from clusterctl.cli.check import register as _register_check  # noqa: E402
+from clusterctl.cli.state import register as _register_state  # noqa: E402
 
 _register_check(app, _load)
 _register_economics(app, _load)
+_register_state(app, _load)
 
 # Slurm's power-saving programs; the module imports only typer until a burst command runs (boto3 stays lazy).
 from clusterctl.engines.aws.burst.cli import burst_app  # noqa: E402
@@ -442,7 +450,7 @@ def main() -> None:
 
     try:
         # Without standalone mode click returns the code of typer.Exit instead of exiting.
-        rc = app(standalone_mode=False)
+        rc = app(args=_optional_lock_id(sys.argv[1:]), standalone_mode=False)
         sys.exit(rc if isinstance(rc, int) else 0)
     except typer.Exit as e:
         sys.exit(e.exit_code)
@@ -458,6 +466,20 @@ def main() -> None:
         if isinstance(e, aborts):
             _fail("aborted", None, 1)
         _fail(f"internal error: {type(e).__name__}: {e} (rerun with --debug for the traceback)", None, 1)
+
+
+def _optional_lock_id(argv: list[str]) -> list[str]:
+    """`--break-lock` alone or `--break-lock ID`: the parser has no options with an optional value, so a bare one
+    becomes `--break-lock=` here. An ID is what the lock refusal prints: 32 hex digits (never a spec's path)."""
+    import re
+
+    out = []
+    for i, arg in enumerate(argv):
+        if arg == "--":
+            return out + argv[i:]
+        nxt = argv[i + 1] if i + 1 < len(argv) else ""
+        out.append("--break-lock=" if arg == "--break-lock" and not re.fullmatch(r"[0-9a-f]{32}", nxt) else arg)
+    return out
 
 
 def _cli_exception_types() -> tuple[tuple[type, ...], tuple[type, ...]]:

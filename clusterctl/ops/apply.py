@@ -13,7 +13,7 @@ from clusterctl.diff import build_report
 from clusterctl.diff.report import PlanReport
 from clusterctl.core.errors import ClusterctlError
 from clusterctl.render.compiled import Compiled
-from clusterctl.state import ClusterState
+from clusterctl.state import Applied, ClusterState
 
 
 class StalePlan(ClusterctlError):
@@ -24,8 +24,16 @@ class PolicyRefused(ClusterctlError):
     pass
 
 
-def current_report(compiled: Compiled) -> PlanReport:
-    return build_report(compiled.name, ClusterState(compiled.name).applied_build(), compiled.files)
+def current_report(compiled: Compiled, state: ClusterState | None = None) -> PlanReport:
+    return report_against(compiled.name, (state or ClusterState.for_spec(compiled.spec)).applied(), compiled.files)
+
+
+def report_against(cluster: str, applied: Applied, files: dict[str, str]) -> PlanReport:
+    """The plan of `files` over the applied build, stamped with the applied version: a plan made against version N
+    is stale once N+1 is recorded (from any runner), even when N+1 holds the same build."""
+    report = build_report(cluster, applied.files, files)
+    report.fingerprint["applied_version"] = applied.version
+    return report
 
 
 def check_fresh(saved: dict, report: PlanReport) -> None:
@@ -35,7 +43,7 @@ def check_fresh(saved: dict, report: PlanReport) -> None:
     if was.get("build") != now["build"]:
         raise StalePlan("stale plan: the rendered build differs from the reviewed one (templates or clusterctl changed); "
                         "run `clusterctl plan` again")
-    if was.get("applied") != now["applied"]:
+    if was.get("applied") != now["applied"] or was.get("applied_version") != now.get("applied_version"):
         raise StalePlan("stale plan: the cluster was applied since the plan was made (its applied state moved); "
                         "run `clusterctl plan` again")
 
@@ -94,8 +102,10 @@ def apply(compiled: Compiled, console, plan_file: Path | None = None, allow_repl
 
     saved = load_saved(plan_file) if plan_file else None
 
+    state = ClusterState.for_spec(compiled.spec)
+
     def gates() -> PlanReport:
-        report = current_report(compiled)
+        report = current_report(compiled, state)
         if saved is not None:
             check_fresh(saved, report)
         check_policy(report, allow_replace)
@@ -104,13 +114,13 @@ def apply(compiled: Compiled, console, plan_file: Path | None = None, allow_repl
     gates()  # read-only: a stale or refused plan is named as such, even where the pulumi CLI is missing
     check_tools(providers_for(compiled.spec))  # before the lock and the state dir: without them nothing may change
     # The whole apply holds the lock: the plan is judged again against an applied state nobody else can move meanwhile.
-    with ClusterState(compiled.name).lock("apply"):
+    with state.lock("apply"):
         report = gates()
         if not report.has_changes:
             return report, None, None, None
         log = (lambda m: None) if quiet else (lambda m: console.print(f"  {m}", markup=False))
         needs_rolling = report.policy in ("drain", "replace") or any(n.kind == "removed" for n in report.nodes)
         up_report, plan, access = up(compiled, console, quiet=quiet, confirm=reviewed_cloud(saved, confirm),
-                                     on_findings=on_findings, locked=True,
+                                     on_findings=on_findings, locked=True, state=state,
                                      rollout=Rollout(report, console, quiet, log=log) if needs_rolling else None)
     return report, up_report, plan, access

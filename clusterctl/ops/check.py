@@ -400,13 +400,13 @@ def ssh_runner(plan: ClusterPlan, access) -> Runner:
 def run_checks(spec, log=lambda msg: None, nccl_tolerance: float = DEFAULT_NCCL_TOLERANCE,
                state=None) -> tuple[list[CheckRow], bool]:
     """The CLI's entry point: compile the spec, reach the nodes as `up` does, run every check.
-    state: the cluster's ClusterState (default: ClusterState(spec.name) under $CLUSTERCTL_STATE_DIR)."""
+    state: the cluster's ClusterState (default: ClusterState.for_spec(spec) under $CLUSTERCTL_STATE_DIR)."""
     from clusterctl.ops.access import access_for
     from clusterctl.compile import compile_plan
     from clusterctl.state import ClusterState
 
     plan = compile_plan(spec)
-    access = access_for(plan, state or ClusterState(spec.name), log)
+    access = access_for(plan, state or ClusterState.for_spec(spec), log)
     rows = check_cluster(plan, ssh_runner(plan, access), nccl_tolerance=nccl_tolerance)
     return rows, rows_ok(rows)
 

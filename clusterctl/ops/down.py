@@ -40,7 +40,7 @@ def down(compiled: Compiled, console, force: bool = False, quiet: bool = False) 
 
     providers = providers_for(compiled.spec)
     check_tools(providers)  # e.g. a stack can only be destroyed through Pulumi: say so before draining anything
-    state = ClusterState(compiled.name)
+    state = ClusterState.for_spec(compiled.spec)
     with state.lock("down"):
         plan = compiled.plan
         say = (lambda m: None) if quiet else (lambda m: console.print(f"  {m}", markup=False))
@@ -55,8 +55,14 @@ def down(compiled: Compiled, console, force: bool = False, quiet: bool = False) 
         remote = [n for n in plan.all_nodes if not traits(n).lab]
         if remote:
             build = state.dir / "build"
+            if not (build / layout.INVENTORY).exists() and state.applied_build():
+                # A runner that did not run the `up` (a shared state backend): the applied build is that build.
+                from clusterctl.render.write import write_build
+
+                write_build(state.applied_build(), build)
             if not (build / layout.INVENTORY).exists():
-                raise ClusterctlError(f"no build for {plan.name} in {state.dir}: was it ever brought up from here?")
+                raise ClusterctlError(f"no build for {plan.name} in {state.dir} and none applied in "
+                                      f"{state.backend.url}: was it ever brought up?")
             with Progress(console, f"stopping Slurm on {plan.name}", quiet=quiet) as progress:
                 r = run_playbook(PlaybookRun(build_dir=build, playbook="down.yml", ssh=access.ssh), progress.event)
             if not quiet:

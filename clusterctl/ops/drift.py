@@ -17,10 +17,10 @@ from clusterctl.state import ClusterState
 def drift(compiled, console=None) -> dict:
     from clusterctl.render.write import read_build
 
-    state = ClusterState(compiled.name)
+    state = ClusterState.for_spec(compiled.spec)
     applied = state.applied_dir
     if not read_build(applied):
-        raise ClusterctlError(f"cluster {compiled.name} has not been applied from this state directory ({state.dir})")
+        raise ClusterctlError(f"cluster {compiled.name} has not been applied (state: {state.backend.url}, {state.dir})")
     plan = compiled.plan
     phases = Phases()
     access = access_for(plan, state, lambda m: None)

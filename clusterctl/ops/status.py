@@ -23,7 +23,7 @@ def slurm_nodes(access, plan) -> tuple[dict[str, dict], str | None]:
 
 
 def status(compiled, console=None) -> dict:
-    state = ClusterState(compiled.name)
+    state = ClusterState.for_spec(compiled.spec)
     plan = compiled.plan
     applied = bool(state.applied_build())
     access = access_for(plan, state, lambda m: None)

@@ -100,17 +100,17 @@ def check_tools(providers) -> None:
 
 
 def up(compiled: Compiled, console, quiet: bool = False, fast: bool = True, confirm=None, on_findings=None,
-       locked: bool = False, rollout=None) -> tuple[UpReport, ClusterPlan, Access]:
+       locked: bool = False, rollout=None, state: ClusterState | None = None) -> tuple[UpReport, ClusterPlan, Access]:
     """Bring the cluster to the spec. Raises (before converging) when the cloud part cannot go ahead.
 
     compiled: the spec compiled once by the caller; cloud outputs come back as facts, never as a second compile.
     confirm(preview) -> bool decides whether the previewed cloud changes are made (the CLI asks, or --yes).
-    locked: the caller (apply) already holds the cluster's lock.
+    locked: the caller (apply) already holds the cluster's lock (through `state`, which it passes).
     rollout(plan, build, access, key) -> RunResult: converges in drained batches instead of all hosts at once.
     """
     providers = providers_for(compiled.spec)
     check_tools(providers)
-    state = ClusterState(compiled.name)
+    state = state or ClusterState.for_spec(compiled.spec)
     log = (lambda msg: None) if quiet else (lambda msg: console.print(f"  {msg}", highlight=False, markup=False))
     report = UpReport(compiled.name)
     timed = report.phases.phase

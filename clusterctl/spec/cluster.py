@@ -11,7 +11,7 @@ from clusterctl import API_VERSION
 from clusterctl.spec.base import SpecModel, UpdatePolicy, spec_field
 from clusterctl.spec.fabric import Fabric
 from clusterctl.spec.pools import Pool, SshSpec
-from clusterctl.spec.types import MAX_NODES, NAME_PATTERN, Address, AwsRegion, InstanceType, PulumiBackend
+from clusterctl.spec.types import MAX_NODES, NAME_PATTERN, Address, AwsRegion, InstanceType, KmsKey, PulumiBackend, StateBackend
 from clusterctl.spec.scheduler import Scheduler
 from clusterctl.spec.software import Monitoring, Nccl, Software
 from clusterctl.spec.storage import Storage
@@ -59,6 +59,20 @@ class State(SpecModel):
         "directory, or $CLUSTERCTL_PULUMI_BACKEND. Moving it would orphan the existing stack: migrate with "
         "`pulumi stack export` / `import` first.",
         policy=F,
+    )
+    # Where the state lives and which key guards its secrets say nothing about the cluster: kept out of spec.json
+    # (exclude), so moving the state (`clusterctl state migrate`) is not a change to plan or refuse.
+    backend: StateBackend | None = spec_field(
+        None,
+        description="Where clusterctl keeps the applied builds, the apply lock and the secrets: `local` (the state "
+        "directory, the default) or s3://bucket/prefix (shared by CI runners; needs kms_key). "
+        "$CLUSTERCTL_STATE_BACKEND overrides it.",
+        exclude=True,
+    )
+    kms_key: KmsKey | None = spec_field(
+        None,
+        description="KMS key (alias/... or key ARN) that envelope-encrypts the secrets kept in an s3 backend.",
+        exclude=True,
     )
 
 

@@ -188,6 +188,22 @@ PulumiBackend = Annotated[
     ),
 ]
 
+# Where clusterctl keeps a cluster's state: `local` (the state directory) or an S3 bucket and prefix. The bucket
+# follows S3's naming rules; prefix segments are plain key characters (no spaces, quotes, braces, `..`).
+StateBackend = Annotated[
+    str,
+    _pattern(r"local|s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/[A-Za-z0-9_+=-][A-Za-z0-9._+=-]*)*/?", 512,
+             "`local` or s3://bucket/prefix (letters, digits and . _ + = - between slashes)"),
+]
+
+# The KMS key that wraps the state's secrets: an alias or a key ARN (never a free string: it reaches KMS calls).
+KmsKey = Annotated[
+    str,
+    _pattern(r"alias/[A-Za-z0-9/_-]{1,250}|arn:aws(-[a-z]+)*:kms:[a-z]{2}(-[a-z]+)+-[0-9]:[0-9]{12}:"
+             r"(key/[0-9a-f-]{36}|alias/[A-Za-z0-9/_-]{1,250})", 2048,
+             "a KMS key alias (alias/...) or a KMS key ARN"),
+]
+
 # Names the spec gives (cluster, pools, node prefixes) and names that refer to them.
 NAME_PATTERN = allowed(r"^[a-z][a-z0-9-]{0,30}$", "a name: a lower-case letter, then letters, digits or -, at most 31")
 PART_NAME_PATTERN = allowed(

@@ -13,11 +13,8 @@ from __future__ import annotations
 
 import errno
 import fcntl
-import getpass
 import json
 import os
-import socket
-import time
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
@@ -34,6 +31,13 @@ def describe(holder: dict) -> str:
         return "a run that is just starting or ending"
     return (f"`clusterctl {holder.get('command', '?')}` by {holder.get('user', '?')}@{holder.get('host', '?')} "
             f"(pid {holder.get('pid', '?')}) since {holder.get('since', '?')}")
+
+
+def new_holder(command: str) -> dict:
+    """What a lock records about its holder (a local lock file or an S3 lock object alike)."""
+    from clusterctl.state.backend import actor
+
+    return {"command": command, **actor(), "id": uuid.uuid4().hex}
 
 
 def _read(fd: int) -> dict:
@@ -72,8 +76,7 @@ def held(path: Path, cluster: str, command: str):
         if not _try_flock(fd, path):
             raise LockedError(f"cluster {cluster} is locked by {describe(_read(fd))}; wait for it to finish "
                               "(the lock is freed by itself once that run ends, even if it is killed)")
-        me = {"command": command, "user": getpass.getuser(), "host": socket.gethostname(), "pid": os.getpid(),
-              "since": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "id": uuid.uuid4().hex}
+        me = new_holder(command)
         _write(fd, me)
         try:
             yield me
@@ -96,10 +99,11 @@ def holder(path: Path) -> dict | None:
         os.close(fd)
 
 
-def break_lock(path: Path) -> dict | None:
+def break_lock(path: Path, lock_id: str | None = None) -> dict | None:
     """Clear what a dead run left in the lock file; returns that info (None when there was none).
 
-    The lock itself needs no breaking (it ended with its process); a live holder is never displaced: refused."""
+    The lock itself needs no breaking (it ended with its process); a live holder is never displaced: refused.
+    An id, when given, must be the one left behind (the flag means the same as for an s3 backend)."""
     if not path.exists():
         return None
     fd = _open(path)
@@ -110,6 +114,8 @@ def break_lock(path: Path) -> dict | None:
                               f"takes a lock from a live run: wait for it, or stop it first"
                               + (f" (kill {who['pid']} on {who['host']})" if who.get("pid") else ""))
         left = _read(fd)
+        if lock_id and left and left.get("id") != lock_id:
+            raise LockedError(f"--break-lock {lock_id}: the lock info left behind has id {left.get('id')}, not that one")
         os.ftruncate(fd, 0)
         return left or None
     finally:

@@ -1,4 +1,5 @@
-"""Cluster secrets kept in the state directory (never in git): the munge key, made once, reused forever.
+"""Cluster secrets kept in the state (never in git; an s3 backend holds them only encrypted): the munge key, made
+once, reused forever.
 
 Next to them, the cluster id: not a secret, but like the key it is made once here and never comes from the spec.
 Cloud resources carry it as a tag, and the burst programs and their IAM policy act only on resources that carry
@@ -19,27 +20,17 @@ MUNGE_KEY_BYTES = 1024  # what `mungekey` makes by default
 CLUSTER_ID_RE = re.compile(r"^[0-9a-f]{16}$")
 
 
-def _create_once(path: Path, data: bytes, mode: int) -> None:
-    """Write `path` atomically unless it exists (a second writer's file wins over ours, never half of one)."""
-    if path.exists():
-        return
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-    os.replace(tmp, path)
-
-
 def ensure_munge_key(state: ClusterState) -> Path:
-    """The cluster's munge key (0400). Created once: regenerating it would cut every node off from slurmctld."""
-    path = state.secrets_dir / "munge.key"
-    _create_once(path, os.urandom(MUNGE_KEY_BYTES), 0o400)
-    return path
+    """The cluster's munge key (0400). Created once: regenerating it would cut every node off from slurmctld.
+
+    The cluster id is made first and lies next to it: playbook_vars() reads it from the key's directory."""
+    ensure_cluster_id(state)
+    return state.secret_file("munge.key", lambda: os.urandom(MUNGE_KEY_BYTES), 0o400)
 
 
 def ensure_cluster_id(state: ClusterState) -> str:
     """The cluster's unique id (16 hex digits), made once. Changing it would orphan every tagged instance."""
-    return _cluster_id_in(state.secrets_dir)
+    return _checked(state.secret_file("cluster-id", _new_cluster_id))
 
 
 def playbook_vars(munge_key: Path) -> dict[str, str]:
@@ -47,9 +38,20 @@ def playbook_vars(munge_key: Path) -> dict[str, str]:
     return {"clusterctl_munge_key": str(munge_key), "clusterctl_cluster_id": _cluster_id_in(munge_key.parent)}
 
 
+def _new_cluster_id() -> bytes:
+    return (pysecrets.token_hex(8) + "\n").encode()
+
+
 def _cluster_id_in(secrets_dir: Path) -> str:
     path = secrets_dir / "cluster-id"
-    _create_once(path, (pysecrets.token_hex(8) + "\n").encode(), 0o600)
+    if not path.exists():  # a local state dir from before ensure_munge_key made the id too
+        from clusterctl.state.local import create_once
+
+        create_once(path, _new_cluster_id, 0o600)
+    return _checked(path)
+
+
+def _checked(path: Path) -> str:
     value = path.read_text().strip()
     if not CLUSTER_ID_RE.match(value):  # it ends up in tag filters and IAM conditions: only this exact shape
         raise ClusterctlError(f"{path} does not hold a cluster id (16 lowercase hex digits)")

@@ -73,12 +73,13 @@ def require_aws_plugin(pulumi_bin: str) -> None:
 
 
 def backend_url(state: ClusterState, from_spec: str | None = None) -> str:
-    """The stack's state backend: the spec's `state.pulumi_backend`, else $CLUSTERCTL_PULUMI_BACKEND, else file://."""
+    """The stack's state backend: the spec's `state.pulumi_backend`, else $CLUSTERCTL_PULUMI_BACKEND, else next to
+    clusterctl's own state (file:// in the state directory, or the s3 backend's prefix)."""
     env = os.environ.get(BACKEND_ENV, "").strip()
     if from_spec and env and env.rstrip("/") != from_spec.rstrip("/"):
         raise CloudError(f"{BACKEND_ENV}={env} but the spec's state.pulumi_backend is {from_spec}: the stack would be "
                          f"looked for in the wrong place; unset {BACKEND_ENV} or make them agree")
-    return from_spec or env or (state.dir / "pulumi").as_uri()
+    return from_spec or env or state.pulumi_url()
 
 
 @dataclass
@@ -119,11 +120,7 @@ def _inline_program(munge_key_b64: str):
 def _passphrase_env(state: ClusterState) -> dict[str, str]:
     if os.environ.get("PULUMI_CONFIG_PASSPHRASE") is not None or os.environ.get("PULUMI_CONFIG_PASSPHRASE_FILE"):
         return {}
-    path = state.secrets_dir / "pulumi-passphrase"
-    if not path.exists():
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w") as f:
-            f.write(pysecrets.token_urlsafe(32))
+    path = state.secret_file("pulumi-passphrase", lambda: pysecrets.token_urlsafe(32).encode())
     return {"PULUMI_CONFIG_PASSPHRASE_FILE": str(path)}
 
 

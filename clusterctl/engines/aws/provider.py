@@ -24,7 +24,7 @@ class AwsProvider:
 
     def identity(self, plan, state, log) -> SshIdentity:
         # The cluster's own admin key (made by the cloud engine, installed by cloud-init); host keys on first contact.
-        return SshIdentity(private_key=state.secrets_dir / "aws_admin_ed25519")
+        return SshIdentity(private_key=state.secret_file("aws_admin_ed25519"))
 
     def boot(self, ctx: Context, identity: SshIdentity) -> None:
         """Instances boot by themselves once the stack exists."""

@@ -61,14 +61,20 @@ class CloudUpResult:
 
 def ensure_ssh_key(state: ClusterState) -> tuple[Path, str]:
     """The cluster's admin SSH key for cloud nodes (private key path, public key line); made once."""
-    key = state.secrets_dir / "aws_admin_ed25519"
-    pub = key.with_name(key.name + ".pub")
-    if not key.exists() or not pub.exists():
-        key.unlink(missing_ok=True)
-        pub.unlink(missing_ok=True)
-        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"clusterctl-{state.cluster}", "-f", str(key)],
+    key = state.secret_file("aws_admin_ed25519", lambda: _new_ssh_key(state.cluster))
+    pub = subprocess.run(["ssh-keygen", "-y", "-f", str(key)], check=True, capture_output=True, text=True).stdout
+    return key, " ".join(pub.split()[:2] + [f"clusterctl-{state.cluster}"])
+
+
+def _new_ssh_key(cluster: str) -> bytes:
+    """A fresh ed25519 private key, made in a private directory (the state keeps it; the public half is derived)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="clusterctl-keygen-") as d:
+        key = Path(d) / "key"
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"clusterctl-{cluster}", "-f", str(key)],
                        check=True, capture_output=True)
-    return key, pub.read_text().strip()
+        return key.read_bytes()
 
 
 def _munge_b64(state: ClusterState) -> str:
