@@ -2,6 +2,7 @@
 
 import pytest
 
+from clusterctl.render.compiled import Compiled
 from clusterctl.ops.apply import StalePlan, check_fresh, current_report
 from clusterctl.render import render_spec
 from clusterctl.state import ClusterState
@@ -18,12 +19,12 @@ def test_reapplying_the_same_build_makes_an_older_plan_stale(tmp_path):
     with st.lock("apply"):
         assert st.record_applied(files) == "1"
     assert (st.dir / "applied" / "spec.json").is_file()  # the directory layout of before
-    saved = current_report(spec, st).to_dict()
-    check_fresh(saved, current_report(spec, st))
+    saved = current_report(Compiled.of(spec), st).to_dict()
+    check_fresh(saved, current_report(Compiled.of(spec), st))
     with st.lock("up"):
         st.record_applied(files)  # the very same build again
     with pytest.raises(StalePlan, match="applied since"):
-        check_fresh(saved, current_report(spec, st))
+        check_fresh(saved, current_report(Compiled.of(spec), st))
     st.forget_applied()
     assert st.applied_build() == {} and [e["action"] for e in st.history()] == ["apply", "apply", "down"]
     assert [e["command"] for e in st.history()] == ["apply", "up", None]

@@ -142,7 +142,9 @@ def up(compiled: Compiled, console, quiet: bool = False, fast: bool = True, conf
         with timed("smoke job"):
             report.smoke = run_smoke(plan, access.remote(plan.controller))
         if all(s.ok for s in report.smoke):
-            state.record_applied(files)
+            from clusterctl.economics.cost import estimate_cost
+
+            state.record_applied(files, estimate_cost(compiled.spec, compiled.plan).total_monthly_usd)
         else:
             report.error = "smoke job failed: " + "; ".join(s.detail for s in report.smoke if not s.ok)
         return report, plan, access

@@ -73,9 +73,11 @@ class ClusterState:
     def applied_build(self) -> dict[str, str]:
         return self.applied().files
 
-    def record_applied(self, files: dict[str, str]) -> str:
-        """Called once an apply converged: the next plan diffs against exactly this build. Returns the new version."""
-        return self.backend.record(files, history_entry("apply", files, self.history(), self._command()))
+    def record_applied(self, files: dict[str, str], cost_monthly_usd: float | None = None) -> str:
+        """Called once an apply converged: the next plan diffs against exactly this build. Returns the new version.
+        cost_monthly_usd: what the applied cluster costs (for the history), when the caller has it at hand."""
+        entry = history_entry("apply", files, self.history(), self._command(), cost_monthly_usd)
+        return self.backend.record(files, entry)
 
     def forget_applied(self) -> None:
         """After `down`: the next plan is a fresh create again (the history keeps the down)."""

@@ -83,7 +83,8 @@ def actor() -> dict:
             "since": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
 
 
-def history_entry(action: str, files: dict[str, str], previous: list[dict], command: str | None) -> dict:
+def history_entry(action: str, files: dict[str, str], previous: list[dict], command: str | None,
+                  cost_monthly_usd: float | None = None) -> dict:
     """One line of `clusterctl history`: when, who, what was applied (the plan fingerprint's spec and build
     hashes, so a reviewed plan can be matched to the apply) and what it changed the monthly cost by."""
     from clusterctl.render import layout, sha256
@@ -93,7 +94,9 @@ def history_entry(action: str, files: dict[str, str], previous: list[dict], comm
              "fingerprint": None, "cost_monthly_usd": None, "cost_delta_monthly_usd": None}
     if files:
         entry["fingerprint"] = {"spec": sha256(files[layout.SPEC_JSON]), "build": sha256(files[layout.MANIFEST])}
-        entry["cost_monthly_usd"] = _monthly_cost(files[layout.SPEC_JSON])
+        # The caller's figure (it has the compiled plan); else costed from the build's spec (a migrated build).
+        entry["cost_monthly_usd"] = (round(cost_monthly_usd, 2) if cost_monthly_usd is not None
+                                     else _monthly_cost(files[layout.SPEC_JSON]))
     elif action == "down":
         entry["cost_monthly_usd"] = 0.0
     before = next((e.get("cost_monthly_usd") for e in reversed(previous) if e.get("cost_monthly_usd") is not None), 0.0)

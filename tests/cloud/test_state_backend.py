@@ -16,6 +16,7 @@ import sys
 import boto3
 import pytest
 
+from clusterctl.render.compiled import Compiled
 from clusterctl.ops.apply import StalePlan, check_fresh, current_report
 from clusterctl.render import render_spec
 from clusterctl.state import ClusterState
@@ -88,12 +89,12 @@ def test_plan_on_a_apply_from_b_is_read_on_a_and_the_old_plan_is_stale(s3, tmp_p
     assert r.returncode == 0, r.stdout + r.stderr  # no changes on A
 
     with pytest.raises(StalePlan, match="applied since the plan was made"):
-        check_fresh(saved, current_report(spec, a))
+        check_fresh(saved, current_report(Compiled.of(spec), a))
     fresh = json.loads((tmp_path / "plan2.json").read_text())
-    check_fresh(fresh, current_report(spec, a))  # made against version 1: fine until 2 exists
+    check_fresh(fresh, current_report(Compiled.of(spec), a))  # made against version 1: fine until 2 exists
     assert apply_from(b, spec) == "2"  # the same build applied again, from B
     with pytest.raises(StalePlan, match="applied since"):
-        check_fresh(fresh, current_report(spec, a))  # the second apply of that plan is refused
+        check_fresh(fresh, current_report(Compiled.of(spec), a))  # the second apply of that plan is refused
 
 
 def _race(root, start, result, i):
