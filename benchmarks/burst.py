@@ -1,5 +1,5 @@
 """Hybrid burst figures: the resume program's own latency, and sbatch -> job start on burst nodes in the lab
-simulation (tests/burst/labcluster.py: a lab Slurm cluster, moto as EC2, a lab node booted per instance).
+simulation (tests/engines/aws/burst/labcluster.py: a lab Slurm cluster, moto as EC2, a lab node booted per instance).
 
 1. Resume program latency against moto (no lab, no root): `clusterctl.engines.aws.burst.actions.resume` for N nodes of the
    p5 pool (tag queries, launch-template lookup, one all-or-nothing RunInstances, Name tags, NodeAddr updates on a
@@ -49,7 +49,7 @@ def resume_latency(rounds: int) -> None:
     from clusterctl.compile import compile_plan
     from clusterctl.render import to_json
     from clusterctl.validate import load_valid
-    from tests.burst import harness
+    from tests.engines.aws.burst import harness
 
     moto = harness.Moto()
     os.environ.update(AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing", AWS_DEFAULT_REGION="us-west-2")
@@ -111,7 +111,7 @@ LAB_ROUNDS = (["cloud001"], ["cloud002", "cloud003"])
 
 def lab_figures() -> None:
     from clusterctl.core import hostlist
-    from tests.burst.labcluster import BurstLab
+    from tests.engines.aws.burst.labcluster import BurstLab
     from tests.helpers import wait_for
 
     if os.geteuid() != 0:

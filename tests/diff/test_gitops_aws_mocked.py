@@ -11,7 +11,7 @@ import pytest
 
 from clusterctl.render import render_spec
 from clusterctl.state import ClusterState
-from tests.cloud.pulumi_harness import run_spec
+from tests.engines.aws.pulumi_harness import run_spec
 from tests.helpers import clusterctl as run_cli, edited, spec_from, to_yaml
 
 EXAMPLE = "aws-p5-spot.yaml"

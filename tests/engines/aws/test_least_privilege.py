@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from clusterctl.engines.aws.policies import shipped_burst_policy
-from tests.cloud.pulumi_harness import CLUSTER_ID, run_spec
-from tests.cloud.test_pulumi_program import spec_of
+from tests.engines.aws.pulumi_harness import CLUSTER_ID, run_spec
+from tests.engines.aws.test_pulumi_program import spec_of
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 LT = "aws:ec2/launchTemplate:LaunchTemplate"
 INSTANCE = "aws:ec2/instance:Instance"
 ID_TAG = "clusterctl:cluster-id"

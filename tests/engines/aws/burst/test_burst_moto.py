@@ -17,7 +17,7 @@ import pytest
 
 from clusterctl.engines.aws.burst import actions
 from clusterctl.engines.aws.burst import ec2 as cloud
-from tests.burst.harness import CLUSTER_ID, FaultProxy
+from tests.engines.aws.burst.harness import CLUSTER_ID, FaultProxy
 
 AZS = ["us-west-2a", "us-west-2b", "us-west-2c"]
 
@@ -61,7 +61,7 @@ def test_launch_targets_follow_the_pool_az_order_and_the_stack_tags(ctx, stack):
 
 
 def test_no_stack_means_no_launch(aws):
-    from tests.burst.conftest import lab_plan
+    from tests.engines.aws.burst.conftest import lab_plan
     from clusterctl.render.stack_config import StackConfig
 
     pool = StackConfig.from_plan(lab_plan()).pool("cloud")
@@ -339,9 +339,9 @@ def test_sync_dry_run_changes_nothing(ctx, stack):
 
 def test_bootstrap_payload_carries_the_controller_files(ctx, settings, stack):
     from clusterctl.engines.aws.burst import bootstrap
-    from tests.burst.conftest import HERE
+    from tests.engines.aws.burst.conftest import HERE
 
-    role_files = HERE.parents[1] / "playbooks" / "roles" / "burst" / "files"
+    role_files = HERE.parents[3] / "playbooks" / "roles" / "burst" / "files"
     for f in ("bootstrap.sh", "clusterctl-spot-watch", "clusterctl-spot-watch.service"):
         (settings.kit_dir / f).write_bytes((role_files / f).read_bytes())
     (settings.kit_dir / "pools" / "cloud").mkdir(parents=True)

@@ -1,7 +1,7 @@
 """A real hybrid cluster on this machine for the burst tests and benchmarks/burst.py.
 
 A lab controller and one owned lab node converged by clusterctl's own `up` steps (render, lab nodes, munge key,
-site.yml with the burst role, smoke job) from tests/burst/lab-hybrid.yaml, with moto as the EC2 endpoint (the
+site.yml with the burst role, smoke job) from tests/engines/aws/burst/lab-hybrid.yaml, with moto as the EC2 endpoint (the
 pool's launch resources made by harness.create_stack, reached through the fault proxy on the lab bridge), a fake
 IMDS on the bridge, and InstanceVms booting a lab node for every instance moto reports running.
 
@@ -17,7 +17,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from tests.burst import harness
+from tests.engines.aws.burst import harness
 
 HERE = Path(__file__).resolve().parent
 SPEC = HERE / "lab-hybrid.yaml"

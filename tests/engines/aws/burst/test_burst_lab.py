@@ -10,7 +10,7 @@ removed when it is terminated), capacity errors (a proxy in front of moto answer
 EC2's InsufficientInstanceCapacity), the IMDS (an HTTP server on the lab bridge serving a spot notice), AWS's own
 reclaiming of an interrupted spot instance (the test terminates it in moto), and the Pulumi stack (created with boto3).
 
-One cluster for the module (tests run in file order). Spec: tests/burst/lab-hybrid.yaml (SuspendTime 60 s).
+One cluster for the module (tests run in file order). Spec: tests/engines/aws/burst/lab-hybrid.yaml (SuspendTime 60 s).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import time
 import pytest
 
 from clusterctl.core import hostlist
-from tests.burst.labcluster import BurstLab
+from tests.engines.aws.burst.labcluster import BurstLab
 from tests.helpers import needs_root, wait_for
 
 pytestmark = [

@@ -14,7 +14,7 @@ from clusterctl.engines.aws.burst.plan import BurstPlan, plan_from_json
 from clusterctl.engines.aws.burst.settings import Settings, load_environment, read_env_file
 from clusterctl.engines.aws.burst.slurm import clip_reason, parse_show_node
 from clusterctl.render import to_json
-from tests.burst.conftest import lab_plan
+from tests.engines.aws.burst.conftest import lab_plan
 
 NODES = ["cloud001", "cloud002", "cloud003", "cloud004"]
 

@@ -16,7 +16,7 @@ from botocore.stub import Stubber
 from clusterctl.catalog import INSTANCE_TYPES
 from clusterctl.engines.aws.preflight import (AwsApi, EfaSupported, ReservationMatches, VcpuQuota, run_preflight)
 from clusterctl.core.findings import Level
-from tests.cloud.conftest import REGION
+from tests.engines.aws.conftest import REGION
 from tests.helpers import plan_from
 
 

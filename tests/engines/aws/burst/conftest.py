@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 # The cloud tests' moto server and environment (endpoint, region, fake credentials), one server per session.
-from tests.cloud.conftest import aws, moto_server  # noqa: F401
-from tests.burst.harness import CLUSTER_ID
+from tests.engines.aws.conftest import aws, moto_server  # noqa: F401
+from tests.engines.aws.burst.harness import CLUSTER_ID
 
 HERE = Path(__file__).resolve().parent
 
@@ -95,10 +95,10 @@ def settings(tmp_path, plan_file):
 
 @pytest.fixture
 def stack(aws, cloud_pool):  # noqa: F811 - the imported fixture, requested by name
-    """The pool's launch resources in moto, as the Pulumi stack makes them (tests/burst/harness.create_stack)."""
+    """The pool's launch resources in moto, as the Pulumi stack makes them (tests/engines/aws/burst/harness.create_stack)."""
     import boto3
 
-    from tests.burst.harness import create_stack
+    from tests.engines.aws.burst.harness import create_stack
 
     plan = lab_plan(cloud_pool)
     ec2 = boto3.client("ec2", region_name=plan.pool("cloud").region)

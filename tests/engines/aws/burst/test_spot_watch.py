@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.burst.harness import FakeImds
+from tests.engines.aws.burst.harness import FakeImds
 
-WATCHER = Path(__file__).resolve().parents[2] / "playbooks" / "roles" / "burst" / "files" / "clusterctl-spot-watch"
+WATCHER = Path(__file__).resolve().parents[4] / "playbooks" / "roles" / "burst" / "files" / "clusterctl-spot-watch"
 
 
 def load_watcher():

@@ -14,7 +14,7 @@ import yaml
 
 from clusterctl.render.stack_config import Runtime
 from clusterctl.render import render_spec
-from tests.cloud.pulumi_harness import AMI, CLUSTER_ID, MUNGE_B64, SSH_KEY, run_program, run_spec
+from tests.engines.aws.pulumi_harness import AMI, CLUSTER_ID, MUNGE_B64, SSH_KEY, run_program, run_spec
 from tests.conftest import ROOT
 from tests.helpers import spec_from
 

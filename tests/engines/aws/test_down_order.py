@@ -2,7 +2,7 @@
 stack destroyed; a failed termination stops it before the destroy.
 
 The SSH/Ansible and Pulumi engines are replaced by recorders (no owned hosts nor pulumi CLI here); the burst
-termination itself is tested against moto in tests/burst/test_burst_moto.py.
+termination itself is tested against moto in tests/engines/aws/burst/test_burst_moto.py.
 """
 
 from __future__ import annotations

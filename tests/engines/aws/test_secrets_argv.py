@@ -3,7 +3,7 @@
 
 The fake answers the commands this path uses with the shapes the SDK parses (version, stack select/init, config
 get/set-all/rm-all, preview/up with an engine event log, stack output, stack history). It cannot run the program
-(that needs the real engine); tests/cloud/test_pulumi_program.py runs it under mocks, and the last test here
+(that needs the real engine); tests/engines/aws/test_pulumi_program.py runs it under mocks, and the last test here
 checks that the program handed to Pulumi carries the munge key in-process.
 """
 
@@ -130,7 +130,7 @@ def test_the_inline_program_gets_the_munge_key_in_process():
 
     from clusterctl.render.stack_config import automation_config
     from clusterctl.render.cloud import cloud_config
-    from tests.cloud.pulumi_harness import MUNGE_B64, run_program
+    from tests.engines.aws.pulumi_harness import MUNGE_B64, run_program
 
     program = automation._inline_program(MUNGE_B64)
     assert MUNGE_B64 not in repr(program)
