@@ -1,0 +1,148 @@
+"""The health program's verdict on real public outputs (tests/monitoring/fixtures/health/SOURCES.md cites each)."""
+
+from __future__ import annotations
+
+import importlib.machinery
+import importlib.util
+
+import pytest
+
+from tests.conftest import ROOT
+
+FIX = ROOT / "tests" / "monitoring" / "fixtures" / "health"
+PROGRAM = ROOT / "playbooks" / "roles" / "health" / "files" / "clusterctl-healthcheck"
+
+
+@pytest.fixture(scope="module")
+def hc():
+    loader = importlib.machinery.SourceFileLoader("clusterctl_healthcheck", str(PROGRAM))
+    mod = importlib.util.module_from_spec(importlib.util.spec_from_loader(loader.name, loader))
+    loader.exec_module(mod)
+    return mod
+
+
+def fx(name):
+    return (FIX / name).read_text()
+
+
+def judge(hc, conf, **facts):
+    drains, warns, gpus, _ = hc.verdict(conf, facts)
+    return drains, warns, gpus
+
+
+def test_rtx4090_idle_gen1_and_power_cap_are_ok(hc):
+    # GPU 0 idles at PCIe Gen1 (P8, Idle reason Active): power saving, not a degraded link. GPU 1 runs at its power cap.
+    drains, warns, gpus = judge(hc, {"EXPECTED_GPUS": "2", "PCIE_GEN": "4", "PCIE_WIDTH": "16"}, smi=fx("nvidia-smi-q.rtx4090-535.txt"))
+    assert (drains, warns) == ([], [])
+    assert [(g["index"], g["pcie_gen"], g["pcie_width"], g["idle"], g["temperature"]) for g in gpus] == [
+        (0, 1, 16, True, 30), (1, 4, 16, False, 72)]
+    assert gpus[0]["ecc_uncorrected"] is None  # ECC disabled on GeForce: N/A, not 0
+
+
+def test_gpu_count_from_nvidia_smi_names_the_missing_gpu(hc):
+    conf = {"EXPECTED_GPUS": "8"}
+    seen = {"0000:01:00": 0, "0000:23:00": 1, "0000:41:00": 3}  # bus ids remembered from earlier runs
+    drains, _, _, _ = hc.verdict(conf, {"smi": fx("nvidia-smi-q.rtx4090-535.txt"), "devices": 8}, seen)
+    assert drains == ["nvidia-smi lists 2 GPUs, expected 8 (missing GPU 3 (0000:41:00))"]
+
+
+def test_gen_below_catalog_under_load_warns(hc):
+    _, warns, _ = judge(hc, {"EXPECTED_GPUS": "2", "PCIE_GEN": "5"}, smi=fx("nvidia-smi-q.rtx4090-535.txt"))
+    assert warns == ["GPU 1: PCIe Gen4 under load, expected Gen5"]  # GPU 0 is idle: not judged
+
+
+def test_row_remap_pending_drains(hc):
+    drains, _, _ = judge(hc, {"EXPECTED_GPUS": "1"}, smi=fx("nvidia-smi-q-row-remapper.pending.txt"))
+    assert drains == ["GPU 0 (0000:0f:00): row remap pending (GPU reset needed)"]
+
+
+def test_nvlink_all_active_ok_and_inactive_drains(hc):
+    text = fx("nvidia-smi-nvlink-s.a100.txt")
+    assert hc.nvlink_drains({"NVLINKS": "12"}, text) == []
+    # Derived from the real output: link 7 of GPU 5 marked the way nvidia-smi prints a down link.
+    lines = text.splitlines()
+    i = lines.index("GPU 5: NVIDIA A100-SXM4-80GB (UUID: GPU-375df896-019b-a009-42e5-ce9ed21bd8cc)") + 8
+    lines[i] = "         Link 7: <inactive>"
+    assert hc.nvlink_drains({"NVLINKS": "12"}, "\n".join(lines)) == ["GPU 5: 11 of 12 NVLinks active"]
+
+
+XID_VERDICTS = {
+    48: ("drain", "double-bit ECC error"), 63: ("warn", "row remapping / page retirement recorded"),
+    64: ("drain", "row remapping failure"), 74: ("drain", "NVLink error"), 79: ("drain", "fallen off the bus"),
+    94: ("warn", "contained ECC error"), 95: ("drain", "uncontained ECC error"),
+}
+
+
+def test_xid_lines_parse_and_judge(hc):
+    xids = hc.parse_xids(fx("xid-lines.txt"))
+    assert [x[2] for x in xids] == [48, 63, 64, 74, 79, 94, 95]
+    assert xids[4][:2] == (155044.07859, "0000:06:00")
+    for x in xids:
+        drains, warns, _ = judge(hc, {}, xids=[x])
+        kind, text = XID_VERDICTS[x[2]]
+        got = drains if kind == "drain" else warns
+        assert got == [f"XID {x[2]} on GPU {x[1]}: {text}"], (x, drains, warns)
+        assert (warns if kind == "drain" else drains) == []
+
+
+def test_xid_names_gpu_index_when_known(hc):
+    xid79 = hc.parse_xids(fx("xid-lines.txt"))[4]
+    drains, _, _, _ = hc.verdict({}, {"xids": [xid79]}, {"0000:06:00": 3})
+    assert drains == ["XID 79 on GPU 3 (0000:06:00): fallen off the bus"]
+
+
+def test_only_new_xids_count(hc):
+    xids = hc.parse_xids(fx("xid-lines.txt"))
+    assert hc.new_xids(xids, {"boot_id": "b1", "xid_ts": 155044.07859}, "b1") == [x for x in xids if x[0] > 155044.07859]
+    assert hc.new_xids(xids, {"boot_id": "b0", "xid_ts": 9e9}, "b1") == xids  # a reboot restarts kernel time
+
+
+def test_xid_drains_are_sticky_until_reset_and_79_clears_when_back(hc):
+    xids = hc.parse_xids(fx("xid-lines.txt"))
+    x48, x79 = xids[0], xids[4]
+    drains, _, _, bus = hc.verdict({}, {"xids": [x48, x79]})
+    sticky = hc.sticky_xids([], [x48, x79], drains, [], bus)
+    assert [s[1] for s in sticky] == [48, 79]
+    back = [{"bus": "00000000:06:00.0"}]  # GPU 06:00 listed by nvidia-smi again (re-probed after a reset)
+    assert [s[1] for s in hc.sticky_xids(sticky, [], [], back, bus)] == [48]
+
+
+def test_rails_by_hca_name_dead_compute_rail_is_not_hidden(hc):
+    ports = hc.parse_ibstat(fx("ibstat.mooncake-1999.txt"))
+    assert ports == {"mlx5_0/1": ("ACTIVE", 200.0), "mlx5_1/1": ("ACTIVE", 200.0), "mlx5_10/1": ("DOWN", None)}
+    # The old count (ACTIVE ports on any HCA >= 2) passed this node; by name, the compute rail mlx5_10 is down.
+    assert hc.rail_drains({"RAILS": "mlx5_0:1:200 mlx5_10:1:200"}, ports) == ["rail mlx5_10/1 DOWN"]
+    assert hc.rail_drains({"RAILS": "mlx5_0:1:200 mlx5_1:1:200"}, ports) == []
+
+
+def test_rail_rate_from_sysfs(hc):
+    ports = hc.read_sysfs_ports(str(FIX / "sysfs"))
+    assert ports["mlx5_0/1"] == ("ACTIVE", 400.0) and ports["mlx5_4/1"] == ("ACTIVE", 100.0)
+    assert hc.rail_drains({"RAILS": "mlx5_0:1:400 mlx5_3:1:400 mlx5_7:1:400"}, ports) == [
+        "rail mlx5_3/1 at 200 Gb/s, expected 400", "rail mlx5_7/1 absent"]
+
+
+def test_mounts_cache_efa_fabric_manager(hc):
+    conf = {"EXPECTED_GPUS": "1", "GPU_SOURCE": "devices", "FABRIC_MANAGER": "1", "EXPECTED_EFA_DEVICES": "32",
+            "CACHE_MOUNT": "/mnt/nvme"}
+    drains, warns, _ = judge(hc, conf, devices=1, fabric_manager="inactive", efa=31, mounts={"/fsx": False},
+                             cache_free=0.05)
+    assert drains == ["nvidia-fabricmanager inactive (NVSwitch system)", "EFA devices 31, expected 32", "/fsx not mounted"]
+    assert warns == ["NVMe cache /mnt/nvme 5% free (warn below 10%)"]
+    drains, _, _ = judge(hc, {"CACHE_MOUNT": "/mnt/nvme"}, cache_free=0.01)
+    assert drains == ["NVMe cache /mnt/nvme 1% free (drain below 2%)"]
+
+
+def test_metrics_carry_warnings_replays_temperature_and_xid_counts(hc):
+    _, warns, gpus = judge(hc, {"EXPECTED_GPUS": "2", "PCIE_GEN": "5"}, smi=fx("nvidia-smi-q.rtx4090-535.txt"))
+    text = hc.metrics_text([], warns, gpus, {"79": 1, "63": 2})
+    assert "clusterctl_health_ok 1" in text
+    assert 'clusterctl_health_problem_info{severity="warning",problem="GPU 1: PCIe Gen4 under load, expected Gen5"} 1' in text
+    assert 'clusterctl_gpu_pcie_replays_total{gpu="0"} 0' in text
+    assert 'clusterctl_gpu_temperature_celsius{gpu="1"} 72' in text
+    assert text.index('xid="63"') < text.index('xid="79"')
+
+
+def test_conf_parses_rendered_quoting(hc):
+    conf = hc.parse_conf("# c\nEXPECTED_GPUS=8\nREQUIRED_MOUNTS='/fsx /mnt/nvme'\nRAILS='mlx5_0:1:400'\n")
+    assert conf == {"EXPECTED_GPUS": "8", "REQUIRED_MOUNTS": "/fsx /mnt/nvme", "RAILS": "mlx5_0:1:400"}
