@@ -81,9 +81,16 @@ class Health:
     """What the node health check expects on a pool's nodes."""
 
     gpus: int
-    ib_ports: int  # active InfiniBand/RoCE ports expected (0: not checked)
+    ib_ports: int  # active InfiniBand/RoCE ports expected (0: not checked); counted only where rails are not named
     efa_devices: int
     mounts: tuple[str, ...]
+    gpu_source: str = "nvidia-smi"  # "devices": lab nodes judge /dev/nvidiaN unless a stand-in nvidia-smi is there
+    rails: tuple[tuple[str, int, int], ...] = ()  # (RDMA device, port, Gb/s) of each compute rail, from the spec
+    pcie_gen: int = 0
+    pcie_width: int = 0
+    nvlinks: int = 0
+    fabric_manager: bool = False
+    cache_mount: str | None = None
 
 
 @dataclass(frozen=True)
@@ -99,6 +106,7 @@ class PoolPlan:
     rail_optimized: bool
     nccl_env: tuple[tuple[str, str], ...]
     health: Health
+    nccl_notes: tuple[tuple[str, str], ...] = ()  # (variable or "", why): comments of the rendered env file
     elastic: bool = False
     instance_type: str | None = None
     region: str | None = None

@@ -146,3 +146,9 @@ def test_metrics_carry_warnings_replays_temperature_and_xid_counts(hc):
 def test_conf_parses_rendered_quoting(hc):
     conf = hc.parse_conf("# c\nEXPECTED_GPUS=8\nREQUIRED_MOUNTS='/fsx /mnt/nvme'\nRAILS='mlx5_0:1:400'\n")
     assert conf == {"EXPECTED_GPUS": "8", "REQUIRED_MOUNTS": "/fsx /mnt/nvme", "RAILS": "mlx5_0:1:400"}
+
+
+def test_unnamed_rails_fall_back_to_a_count(hc):
+    ports = hc.parse_ibstat(fx("ibstat.mooncake-1999.txt"))
+    assert hc.rail_drains({"EXPECTED_IB_PORTS": "2"}, ports) == []  # what the old check saw: the dead rail hides
+    assert hc.rail_drains({"EXPECTED_IB_PORTS": "3"}, ports) == ["IB ports active 2, expected 3"]
