@@ -9,6 +9,8 @@ What is checked, from the plan (never from the nodes' own idea of themselves):
 - slurm job:     one multi-node srun across each pool's static nodes runs on exactly those nodes
 - nccl all_reduce: all_reduce_perf across the pool's nodes (one rank per GPU) reaches the fabric's expected bus
                  bandwidth; SKIPPED with the reason when there are no real GPUs, no nccl-tests or fewer than 2 nodes
+- nccl straggler: every node ranked by all_reduce alone and in ring pairs; those below a tolerance of the median
+                 are named (and drained with --drain-stragglers): clusterctl.monitoring.stragglers
 - exporters:     Prometheus on the controller has every scrape target up (when monitoring is enabled)
 
 The rows never pretend: a check that cannot run here is a SKIP with its reason. `ok` is False when any row FAILs.
@@ -204,12 +206,12 @@ def node_rows(plan: ClusterPlan, pool: PoolPlan, node: Node, probe: Probe) -> li
         want = plan.software.get("nvidia_driver")
         if node.gpu_model == "mi300x":
             rows.append(CheckRow("gpu driver", node.name, SKIP, "AMD GPUs: no nvidia-smi (ROCm not checked)"))
+        elif node.provider == "local":  # any nvidia-smi there is a stand-in replaying a fixture
+            rows.append(CheckRow("gpu driver", node.name, SKIP, "lab node: fake /dev/nvidiaN device files, no NVIDIA driver"))
         elif probe.nvidia_smi:
             ok = probe.drivers == (want,)
             got = ", ".join(probe.drivers) or "none reported"
             rows.append(CheckRow("gpu driver", node.name, PASS if ok else FAIL, f"driver {got} (spec: {want})"))
-        elif node.provider == "local":
-            rows.append(CheckRow("gpu driver", node.name, SKIP, "lab node: fake /dev/nvidiaN device files, no NVIDIA driver"))
         else:
             rows.append(CheckRow("gpu driver", node.name, FAIL, f"nvidia-smi not found: NVIDIA driver {want} is not installed"))
     if h.efa_devices:
@@ -281,46 +283,77 @@ def slurm_job_row(plan: ClusterPlan, pool: PoolPlan, run: Runner, names: list[st
                     f"srun -N {len(names)}{gres} ran on {hostlist.compress(ran) if ran else 'no node'}")
 
 
+def nccl_skip(plan: ClusterPlan, pool: PoolPlan, nodes: list[Node], probes: dict[str, Probe | None]) -> str | None:
+    """Why NCCL tests cannot run across these nodes, or None when they can."""
+    names = [n.name for n in nodes]
+    if not pool.gpus_per_node:
+        return f"pool {pool.name} has no GPUs"
+    if pool.gpu_model == "mi300x":
+        return "AMD GPUs: RCCL tests are not part of this check"
+    if len(nodes) < 2:
+        return f"pool {pool.name} has {len(nodes)} static node(s): crossing the fabric needs 2"
+    unreachable = [n for n in names if probes.get(n) is None]
+    if unreachable:
+        return f"nodes not reachable: {hostlist.compress(unreachable)}"
+    no_driver = [n for n in names if not probes[n].nvidia_smi]
+    if no_driver:
+        why = ("lab nodes with fake /dev/nvidiaN device files, no GPUs or CUDA for NCCL"
+               if all(n.provider == "local" for n in nodes) else "no NVIDIA driver (nvidia-smi)")
+        return f"{why}: {hostlist.compress(no_driver)}"
+    no_tests = [n for n in names if not probes[n].nccl_tests]
+    if no_tests:
+        return f"{NCCL_TESTS} missing on {hostlist.compress(no_tests)} (the nccl role builds it where CUDA is)"
+    return None
+
+
+def tasks_per_node(pool: PoolPlan, nodes: list[Node]) -> tuple[int, int]:
+    """(tasks per node, GPUs per task): one task per GPU where the nodes have a CPU for each, else fewer tasks each
+    driving several GPUs (nccl-tests -g), so the ranks are the same and Slurm can place the job."""
+    g, cpus = pool.gpus_per_node, min((n.cpus for n in nodes), default=1)
+    tasks = max(t for t in range(1, g + 1) if g % t == 0 and (t <= cpus or t == 1))
+    return tasks, g // tasks
+
+
+def run_all_reduce(plan: ClusterPlan, pool: PoolPlan, run: Runner, nodes: list[Node], mpi_opt: str) -> tuple[dict | None, str]:
+    """all_reduce_perf over `nodes` (one rank per GPU) -> (parsed figures, "") or (None, why it failed)."""
+    names = [n.name for n in nodes]
+    where = hostlist.compress(names)
+    part = _partition_for(plan, names)
+    g = pool.gpus_per_node
+    tasks, per_task = tasks_per_node(pool, nodes)
+    cmd = (f"timeout 900 srun{' -p ' + part if part else ''} -w {where} -N {len(names)} --ntasks-per-node={tasks} "
+           f"--gres=gpu:{g}{mpi_opt} --immediate=120 --time=15 {NCCL_TESTS} -b 256M -e 8G -f 2 -g {per_task} -c 0 -n 20")
+    r = _safe(run, plan.controller, cmd, 930)
+    if r.rc != 0:
+        return None, f"all_reduce_perf failed: {_last_line(r)}"
+    res = parse_all_reduce(r.stdout)
+    want_ranks = len(names) * g
+    if res["ranks"] != want_ranks:
+        return None, (f"all_reduce_perf ran {res['ranks']} rank(s) per test instead of {want_ranks}: "
+                      "nccl-tests must be built with MPI=1 to span nodes")
+    if res["busbw"] is None:
+        return None, "no bandwidth figures in all_reduce_perf's output"
+    return res, ""
+
+
+def mpi_option(plan: ClusterPlan, run: Runner) -> str:
+    mpi = _safe(run, plan.controller, "srun --mpi=list 2>&1", 30)
+    return " --mpi=pmix" if "pmix" in mpi.stdout else ""
+
+
 def nccl_row(plan: ClusterPlan, pool: PoolPlan, run: Runner, nodes: list[Node], probes: dict[str, Probe | None],
              tolerance: float) -> CheckRow:
     names = [n.name for n in nodes]
     where = hostlist.compress(names) if names else pool.name
     name = "nccl all_reduce"
-    if not pool.gpus_per_node:
-        return CheckRow(name, where, SKIP, f"pool {pool.name} has no GPUs")
-    if pool.gpu_model == "mi300x":
-        return CheckRow(name, where, SKIP, "AMD GPUs: RCCL tests are not part of this check")
-    if len(nodes) < 2:
-        return CheckRow(name, where, SKIP, f"pool {pool.name} has {len(nodes)} static node(s): crossing the fabric needs 2")
-    unreachable = [n for n in names if probes.get(n) is None]
-    if unreachable:
-        return CheckRow(name, where, SKIP, f"nodes not reachable: {hostlist.compress(unreachable)}")
-    no_driver = [n for n in names if not probes[n].nvidia_smi]
-    if no_driver:
-        why = ("lab nodes with fake /dev/nvidiaN device files, no GPUs or CUDA for NCCL"
-               if all(n.provider == "local" for n in nodes) else "no NVIDIA driver (nvidia-smi)")
-        return CheckRow(name, where, SKIP, f"{why}: {hostlist.compress(no_driver)}")
-    no_tests = [n for n in names if not probes[n].nccl_tests]
-    if no_tests:
-        return CheckRow(name, where, SKIP, f"{NCCL_TESTS} missing on {hostlist.compress(no_tests)} (the nccl role builds it where CUDA is)")
-    part = _partition_for(plan, names)
-    g = pool.gpus_per_node
-    mpi = _safe(run, plan.controller, "srun --mpi=list 2>&1", 30)
-    mpi_opt = " --mpi=pmix" if "pmix" in mpi.stdout else ""
-    cmd = (f"timeout 900 srun{' -p ' + part if part else ''} -w {where} -N {len(names)} --ntasks-per-node={g} "
-           f"--gres=gpu:{g}{mpi_opt} --immediate=120 --time=15 {NCCL_TESTS} -b 256M -e 8G -f 2 -g 1 -c 0 -n 20")
-    r = _safe(run, plan.controller, cmd, 930)
-    if r.rc != 0:
-        return CheckRow(name, where, FAIL, f"all_reduce_perf failed: {_last_line(r)}")
-    res = parse_all_reduce(r.stdout)
-    want_ranks = len(names) * g
-    if res["ranks"] != want_ranks:
-        return CheckRow(name, where, FAIL, f"all_reduce_perf ran {res['ranks']} rank(s) per test instead of {want_ranks}: "
-                        "nccl-tests must be built with MPI=1 to span nodes")
-    if res["busbw"] is None:
-        return CheckRow(name, where, FAIL, "no bandwidth figures in all_reduce_perf's output")
+    skip = nccl_skip(plan, pool, nodes, probes)
+    if skip:
+        return CheckRow(name, where, SKIP, skip)
+    res, error = run_all_reduce(plan, pool, run, nodes, mpi_option(plan, run))
+    if res is None:
+        return CheckRow(name, where, FAIL, error)
     expected, source = expected_busbw_gbs(pool)
-    got = f"bus bandwidth {res['busbw']:.1f} GB/s at {res['size'] / 2**30:g} GiB over {want_ranks} GPUs"
+    got = f"bus bandwidth {res['busbw']:.1f} GB/s at {res['size'] / 2**30:g} GiB over {len(names) * pool.gpus_per_node} GPUs"
     if expected is None:
         return CheckRow(name, where, PASS, f"{got}; no reference figure ({source})")
     ok = res["busbw"] >= tolerance * expected
@@ -349,7 +382,10 @@ def exporters_row(plan: ClusterPlan, run: Runner) -> CheckRow:
 
 
 def check_cluster(plan: ClusterPlan, run: Runner, nccl_tolerance: float = DEFAULT_NCCL_TOLERANCE,
-                  workers: int = 16) -> list[CheckRow]:
+                  workers: int = 16, straggler_tolerance: float | None = None, drain_stragglers: bool = False) -> list[CheckRow]:
+    from clusterctl.monitoring import stragglers
+
+    tol = stragglers.DEFAULT_TOLERANCE if straggler_tolerance is None else straggler_tolerance
     rows: list[CheckRow] = []
     targets = [(pool, n) for pool in plan.pools for n in static_nodes(plan, pool)]
 
@@ -380,6 +416,7 @@ def check_cluster(plan: ClusterPlan, run: Runner, nccl_tolerance: float = DEFAUL
         if nodes:
             rows.append(slurm_job_row(plan, pool, run, [n.name for n in nodes]))
             rows.append(nccl_row(plan, pool, run, nodes, probes, nccl_tolerance))
+            rows += stragglers.straggler_rows(plan, pool, run, nodes, probes, tol, drain_stragglers)
     rows.append(exporters_row(plan, run))
     return rows
 
@@ -397,7 +434,7 @@ def ssh_runner(plan: ClusterPlan, access) -> Runner:
 
 
 def run_checks(spec, log=lambda msg: None, nccl_tolerance: float = DEFAULT_NCCL_TOLERANCE,
-               state=None) -> tuple[list[CheckRow], bool]:
+               state=None, **straggler_opts) -> tuple[list[CheckRow], bool]:
     """The CLI's entry point: compile the spec, reach the nodes as `up` does, run every check.
     state: the cluster's ClusterState (default: ClusterState(spec.name) under $CLUSTERCTL_STATE_DIR)."""
     from clusterctl.apply.access import access_for
@@ -406,7 +443,7 @@ def run_checks(spec, log=lambda msg: None, nccl_tolerance: float = DEFAULT_NCCL_
 
     plan = compile_plan(spec)
     access = access_for(plan, state or ClusterState(spec.name), log)
-    rows = check_cluster(plan, ssh_runner(plan, access), nccl_tolerance=nccl_tolerance)
+    rows = check_cluster(plan, ssh_runner(plan, access), nccl_tolerance=nccl_tolerance, **straggler_opts)
     return rows, rows_ok(rows)
 
 

@@ -84,7 +84,7 @@ class Fake:
         if command.startswith("srun --mpi=list"):
             return CommandResult(0, f"MPI plugin types are...\n\tnone\n\tcray_shasta\n\t{self.mpi}\n")
         if "all_reduce_perf" in command:
-            return self.nccl if isinstance(self.nccl, CommandResult) else CommandResult(0, self.nccl)
+            return self.all_reduce(command)
         if " srun" in command:
             w = re.search(r" -w (\S+)", command).group(1)
             from clusterctl import hostlist
@@ -92,7 +92,24 @@ class Fake:
             return CommandResult(0, "".join(h + "\n" for h in hosts))
         if command.startswith("curl"):
             return CommandResult(0, self.prometheus)
+        if command.startswith("scontrol update"):
+            return CommandResult(0, "")
         raise AssertionError(command)
+
+
+    def all_reduce(self, command):
+        """The pool-wide run answers self.nccl; runs on subsets (straggler ranking) answer the same bus bandwidth for
+        their own ranks, or what self.nccl(names) says when it is a function."""
+        from clusterctl import hostlist
+        names = hostlist.expand(re.search(r" -w (\S+)", command).group(1))
+        if callable(self.nccl):
+            return CommandResult(0, self.nccl(names))
+        if isinstance(self.nccl, CommandResult):
+            return self.nccl
+        res = c.parse_all_reduce(self.nccl)
+        if res["ranks"] in (0, 1) or res["ranks"] == 8 * len(names) or res["busbw"] is None:
+            return CommandResult(0, self.nccl)
+        return CommandResult(0, all_reduce_output(8 * len(names), res["busbw"], nodes=tuple(names)))
 
 
 def by(rows, check, node=None):
