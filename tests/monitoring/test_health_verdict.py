@@ -152,3 +152,76 @@ def test_unnamed_rails_fall_back_to_a_count(hc):
     ports = hc.parse_ibstat(fx("ibstat.mooncake-1999.txt"))
     assert hc.rail_drains({"EXPECTED_IB_PORTS": "2"}, ports) == []  # what the old check saw: the dead rail hides
     assert hc.rail_drains({"EXPECTED_IB_PORTS": "3"}, ports) == ["IB ports active 2, expected 3"]
+
+
+def test_lab_scenarios_verdicts(hc):
+    """What the lab's stand-in nvidia-smi replays: healthy passes; XID 79 on GPU 3 drains naming GPU 3 twice over."""
+    from tests.monitoring.standin import scenarios, xid79_line
+
+    sc = scenarios()
+    conf = {"EXPECTED_GPUS": "8", "GPU_SOURCE": "devices"}
+    drains, warns, gpus, bus = hc.verdict(conf, {"smi": sc["healthy"]["q.txt"], "devices": 8})
+    assert (drains, warns, len(gpus)) == ([], [], 8) and bus["0000:06:00"] == 3
+    xids = hc.parse_xids(sc["xid79-gpu3"]["dmesg.txt"])
+    assert xids and xid79_line().startswith("[155044.078590]")
+    drains, _, _, _ = hc.verdict(conf, {"smi": sc["xid79-gpu3"]["q.txt"], "devices": 8, "xids": xids}, bus)
+    assert drains == ["nvidia-smi lists 7 GPUs, expected 8 (missing GPU 3 (0000:06:00))",
+                      "XID 79 on GPU 3 (0000:06:00): fallen off the bus"]
+
+
+class Node:
+    """The commands main() runs, answered from a stand-in scenario; scontrol keeps a drain state like slurmctld."""
+
+    def __init__(self, scenario):
+        from tests.monitoring.standin import scenarios
+
+        self.sc, self.scenario = scenarios(), scenario
+        self.state, self.reason, self.calls = "IDLE", "", []
+
+    def __call__(self, cmd, timeout=60):
+        self.calls.append(cmd)
+        files = self.sc[self.scenario]
+        if cmd[:2] == ["nvidia-smi", "-q"]:
+            return 0, files["q.txt"], ""
+        if cmd[0] == "dmesg":
+            return 0, files["dmesg.txt"], ""
+        if cmd[:3] == ["scontrol", "show", "node"]:
+            return 0, f"NodeName=gpu001 State={self.state}\n   Reason={self.reason} [root@2026-12-04T17:00:00]\n", ""
+        if cmd[:2] == ["scontrol", "update"]:
+            args = dict(a.split("=", 1) for a in cmd[2:])
+            self.state = "IDLE+DRAIN" if args["state"] == "drain" else "IDLE"
+            self.reason = args.get("reason", "")
+            return 0, "", ""
+        return 1, "", "not here"
+
+
+def test_main_drains_resumes_and_leaves_a_persons_drain(hc, tmp_path, monkeypatch):
+    conf = tmp_path / "health.conf"
+    conf.write_text("EXPECTED_GPUS=8\nGPU_SOURCE=devices\n")
+    monkeypatch.setattr(hc, "CONF", str(conf))
+    monkeypatch.setattr(hc, "STATE", str(tmp_path / "state.json"))
+    monkeypatch.setattr(hc, "TEXTFILE", str(tmp_path / "clusterctl-health.prom"))
+    monkeypatch.setattr(hc, "has", lambda cmd: True)
+    node = Node("healthy")
+    monkeypatch.setattr(hc, "run", node)
+    monkeypatch.setattr(hc.os, "uname", lambda: type("U", (), {"nodename": "gpu001"})())
+
+    assert hc.main([]) == 0 and node.state == "IDLE"
+    node.scenario = "xid79-gpu3"
+    assert hc.main([]) == 1
+    assert node.state == "IDLE+DRAIN"
+    assert node.reason == ("clusterctl-health: XID 79 on GPU 3 (0000:06:00): fallen off the bus; "
+                           "nvidia-smi lists 7 GPUs, expected 8 (missing GPU 3 (0000:06:00))")
+    assert "clusterctl_node_xid_total 1" in (tmp_path / "clusterctl-health.prom").read_text()
+    updates = len([c for c in node.calls if c[:2] == ["scontrol", "update"]])
+    assert hc.main([]) == 1  # the XID is old news now, yet sticky while GPU 3 is off the bus: same reason, no update
+    assert len([c for c in node.calls if c[:2] == ["scontrol", "update"]]) == updates
+    node.scenario = "healthy"  # GPU 3 back on the bus (re-probed after a reset)
+    assert hc.main([]) == 0 and node.state == "IDLE"
+
+    node.state, node.reason = "IDLE+DRAIN", "ops: reseating cables"  # drained by a person
+    node.scenario = "xid79-gpu3"
+    assert hc.main([]) == 1
+    node.scenario = "healthy"
+    assert hc.main([]) == 0
+    assert (node.state, node.reason) == ("IDLE+DRAIN", "ops: reseating cables")
