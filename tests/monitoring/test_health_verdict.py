@@ -58,12 +58,12 @@ def test_row_remap_pending_drains(hc):
 
 def test_nvlink_all_active_ok_and_inactive_drains(hc):
     text = fx("nvidia-smi-nvlink-s.a100.txt")
-    assert hc.nvlink_drains({"NVLINKS": "12"}, text) == []
+    assert hc.nvlink_drains({"NVLINKS": "12"}, text, 8) == []
     # Derived from the real output: link 7 of GPU 5 marked the way nvidia-smi prints a down link.
     lines = text.splitlines()
     i = lines.index("GPU 5: NVIDIA A100-SXM4-80GB (UUID: GPU-375df896-019b-a009-42e5-ce9ed21bd8cc)") + 8
     lines[i] = "         Link 7: <inactive>"
-    assert hc.nvlink_drains({"NVLINKS": "12"}, "\n".join(lines)) == ["GPU 5: 11 of 12 NVLinks active"]
+    assert hc.nvlink_drains({"NVLINKS": "12"}, "\n".join(lines), 8) == ["GPU 5: 11 of 12 NVLinks active"]
 
 
 XID_VERDICTS = {
@@ -225,3 +225,22 @@ def test_main_drains_resumes_and_leaves_a_persons_drain(hc, tmp_path, monkeypatc
     node.scenario = "healthy"
     assert hc.main([]) == 0
     assert (node.state, node.reason) == ("IDLE+DRAIN", "ops: reseating cables")
+
+
+def test_real_h200_580_judged_here(hc):
+    """Captured in this project's session on an H200 (driver 580.159.04, one GPU passed through to a VM)."""
+    d = "h200-580/"
+    conf = {"EXPECTED_GPUS": "1", "PCIE_GEN": "5", "PCIE_WIDTH": "16"}
+    drains, warns, gpus = judge(hc, conf, smi=fx(d + "nvidia-smi-q.txt"))
+    assert (drains, warns) == ([], [])
+    (g,) = gpus
+    assert (g["name"], g["pcie_gen"], g["pcie_width"], g["replays"], g["ecc_uncorrected"], g["ecc_corrected"],
+            g["remap_pending"], g["remap_failure"], g["temperature"]) == ("NVIDIA H200", 5, 16, 0, 0, 0, False, False, 39)
+    # -q -d PAGE_RETIREMENT,ROW_REMAPPER: the same parser, the same verdict.
+    (r,) = [hc.gpu_facts(x, 0) for x in hc.parse_smi_q(fx(d + "nvidia-smi-q-d-page-retirement-row-remapper.txt"))]
+    assert (r["remap_pending"], r["remap_failure"]) == (False, False)
+    # A passed-through GPU has no NVLink peers: `nvlink -s` prints nothing. Where the catalog expects 18 links
+    # (an HGX H200), that is a drain, not a silent pass.
+    assert fx(d + "nvidia-smi-nvlink-s.txt") == ""
+    assert hc.nvlink_drains({"NVLINKS": "18"}, "", 1) == ["GPU 0: 0 of 18 NVLinks active"]
+    assert hc.parse_xids(fx(d + "dmesg-nvrm.txt")) == []  # NVRM lines, none of them an Xid
