@@ -50,6 +50,7 @@ def compile_plan(spec: ClusterSpec, facts: LiveFacts | None = None) -> ClusterPl
             burst_partitions=tuple(t.partition for t in slurm.burst.targets),
             drain_batch_size=slurm.drain_batch_size,
             drain_timeout=slurm.drain_timeout_seconds,
+            dcgm_prolog=slurm.dcgm_prolog,
         ),
         software=spec.software.model_dump(),
         monitoring=spec.monitoring.model_dump(),

@@ -150,6 +150,7 @@ class SlurmSettings:
     burst_partitions: tuple[str, ...]
     drain_batch_size: int = 1
     drain_timeout: int = 3600
+    dcgm_prolog: bool = False
 
 
 @dataclass(frozen=True)

@@ -244,3 +244,57 @@ def test_real_h200_580_judged_here(hc):
     assert fx(d + "nvidia-smi-nvlink-s.txt") == ""
     assert hc.nvlink_drains({"NVLINKS": "18"}, "", 1) == ["GPU 0: 0 of 18 NVLinks active"]
     assert hc.parse_xids(fx(d + "dmesg-nvrm.txt")) == []  # NVRM lines, none of them an Xid
+
+
+PROLOG = ROOT / "playbooks" / "roles" / "health" / "files" / "clusterctl-prolog"
+# dcgmi diag -r 1's table, in the shape DCGM prints it (one failing row); the figures are ours.
+DIAG_FAIL = """+---------------------------+------------------------------------------------+
+| Diagnostic                | Result                                         |
++===========================+================================================+
+|-----  Deployment  --------+------------------------------------------------|
+| Denylist                  | Pass                                           |
+| NVML Library              | Pass                                           |
+| GPU Memory                | Fail - GPU 3                                   |
++---------------------------+------------------------------------------------+
+"""
+
+
+def run_prolog(tmp_path, dcgmi_rc, dcgmi_out):
+    import subprocess
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    tools = {"dcgmi": f"cat <<'X'\n{dcgmi_out}X\nexit {dcgmi_rc}", "nvidia-smi": "echo 'GPU 0: NVIDIA H100'",
+             "scontrol": f"printf '%s\\n' \"$@\" > {tmp_path}/scontrol.args", "hostname": "echo gpu007"}
+    for name, body in tools.items():
+        (bin_dir / name).write_text(f"#!/bin/sh\n{body}\n")
+        (bin_dir / name).chmod(0o755)
+    script = tmp_path / "prolog"
+    script.write_text(PROLOG.read_text().replace("PATH=/usr/local/sbin:", f"PATH={bin_dir}:/usr/local/sbin:"))
+    r = subprocess.run(["sh", str(script)], capture_output=True, text=True)
+    args = (tmp_path / "scontrol.args").read_text().splitlines() if (tmp_path / "scontrol.args").exists() else []
+    return r.returncode, args
+
+
+def test_dcgm_prolog_drains_naming_the_failed_test(tmp_path):
+    rc, args = run_prolog(tmp_path, 0, DIAG_FAIL)
+    assert rc == 1
+    assert args == ["update", "nodename=gpu007", "state=drain",
+                    "reason=clusterctl-prolog: DCGM diag level 1 failed: GPU Memory Fail - GPU 3"]
+
+
+def test_dcgm_prolog_passes_a_clean_run(tmp_path):
+    rc, args = run_prolog(tmp_path, 0, DIAG_FAIL.replace("Fail - GPU 3", "Pass"))
+    assert (rc, args) == (0, [])
+
+
+def test_dcgm_prolog_rendered_only_when_asked():
+    from clusterctl.render import render_spec
+    from clusterctl.validate import load_text
+    from tests.helpers import example_dict, to_yaml
+
+    data = example_dict("onprem-64xh100-ib.yaml")
+    assert "Prolog=" not in render_spec(load_text(to_yaml(data)).spec)[1]["slurm/slurm.conf"].replace("TaskProlog=", "")
+    data["scheduler"]["slurm"]["dcgm_prolog"] = True
+    conf = render_spec(load_text(to_yaml(data)).spec)[1]["slurm/slurm.conf"]
+    assert "\nProlog=/etc/slurm/clusterctl-prolog\nPrologFlags=Alloc\n" in conf
