@@ -83,6 +83,8 @@ def probe_command(mounts: tuple[str, ...]) -> str:
         "done",
         f"for mp in {ms}; do if mountpoint -q \"$mp\"; then echo mount=\"$mp\" yes; else echo mount=\"$mp\" no; fi; done" if ms else "true",
         f"if [ -x {NCCL_TESTS} ]; then echo nccl_tests=present; else echo nccl_tests=absent; fi",
+        # An MPI build (libmpi linked) spans nodes through Slurm's PMIx; a build without MPI gets no --mpi option.
+        f"echo nccl_mpi=$(ldd {NCCL_TESTS} 2>/dev/null | grep -c libmpi)",
     ])
 
 
@@ -95,6 +97,7 @@ class Probe:
     ports: tuple[tuple[str, str, str], ...] = ()  # (device/port, driver, state)
     mounts: dict | None = None
     nccl_tests: bool = False
+    nccl_mpi: bool = False
 
     @property
     def efa_devices(self) -> int:
@@ -127,6 +130,8 @@ def parse_probe(text: str) -> Probe:
             p.mounts[path] = ok == "yes"
         elif key == "nccl_tests":
             p.nccl_tests = value == "present"
+        elif key == "nccl_mpi":
+            p.nccl_mpi = value not in ("", "0")
     p.ports = tuple(ports)
     return p
 
@@ -336,7 +341,10 @@ def run_all_reduce(plan: ClusterPlan, pool: PoolPlan, run: Runner, nodes: list[N
     return res, ""
 
 
-def mpi_option(plan: ClusterPlan, run: Runner) -> str:
+def mpi_option(plan: ClusterPlan, run: Runner, nodes: list[Node], probes: dict[str, Probe | None]) -> str:
+    """--mpi=pmix for an MPI build of nccl-tests where Slurm has PMIx; nothing otherwise."""
+    if not all(probes[n.name] and probes[n.name].nccl_mpi for n in nodes):
+        return ""
     mpi = _safe(run, plan.controller, "srun --mpi=list 2>&1", 30)
     return " --mpi=pmix" if "pmix" in mpi.stdout else ""
 
@@ -349,7 +357,7 @@ def nccl_row(plan: ClusterPlan, pool: PoolPlan, run: Runner, nodes: list[Node], 
     skip = nccl_skip(plan, pool, nodes, probes)
     if skip:
         return CheckRow(name, where, SKIP, skip)
-    res, error = run_all_reduce(plan, pool, run, nodes, mpi_option(plan, run))
+    res, error = run_all_reduce(plan, pool, run, nodes, mpi_option(plan, run, nodes, probes))
     if res is None:
         return CheckRow(name, where, FAIL, error)
     expected, source = expected_busbw_gbs(pool)

@@ -35,9 +35,9 @@ def pair_rounds(nodes: list[Node]) -> list[list[tuple[Node, Node]]]:
     return rounds
 
 
-def measure(plan: ClusterPlan, pool: PoolPlan, run: c.Runner, nodes: list[Node], workers: int = 16):
+def measure(plan: ClusterPlan, pool: PoolPlan, run: c.Runner, nodes: list[Node], probes: dict, workers: int = 16):
     """-> (alone {node: busbw}, pair {node: best pair busbw}, errors {what: why})."""
-    mpi = c.mpi_option(plan, run)
+    mpi = c.mpi_option(plan, run, nodes, probes)
     errors: dict[str, str] = {}
 
     def go(group: list[Node]):
@@ -87,7 +87,7 @@ def straggler_rows(plan: ClusterPlan, pool: PoolPlan, run: c.Runner, nodes: list
     where = hostlist.compress([n.name for n in nodes]) if nodes else pool.name
     if skip:
         return [c.CheckRow(name, where, c.SKIP, skip)]
-    alone, pair, errors = measure(plan, pool, run, nodes)
+    alone, pair, errors = measure(plan, pool, run, nodes, probes)
     rows = [c.CheckRow(name, what, c.FAIL, why) for what, why in sorted(errors.items())]
     for node, ratio, detail in rank([n.name for n in nodes], alone, pair, tolerance):
         slow = ratio < tolerance

@@ -21,7 +21,8 @@ def plan_of(name):
     return compile_plan(load_valid(ROOT / "examples" / name))
 
 
-def probe_out(gpus=8, smi=None, driver="570.172.08", ib_active=0, ib_down=0, efa=0, mounts=None, nccl=False) -> str:
+def probe_out(gpus=8, smi=None, driver="570.172.08", ib_active=0, ib_down=0, efa=0, mounts=None, nccl=False,
+              nccl_mpi=True) -> str:
     lines = [f"gpu_devices={gpus}"]
     if smi is None:
         lines.append("nvidia_smi=absent")
@@ -32,6 +33,7 @@ def probe_out(gpus=8, smi=None, driver="570.172.08", ib_active=0, ib_down=0, efa
     lines += [f"port=rdmap{i}s27/1 efa ACTIVE" for i in range(efa)]
     lines += [f"mount={mp} {'yes' if ok else 'no'}" for mp, ok in (mounts or {}).items()]
     lines.append(f"nccl_tests={'present' if nccl else 'absent'}")
+    lines.append(f"nccl_mpi={1 if nccl and nccl_mpi else 0}")
     return "\n".join(lines) + "\n"
 
 

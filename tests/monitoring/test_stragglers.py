@@ -89,3 +89,12 @@ def test_a_failed_run_is_named():
     assert any(r.detail == "all_reduce_perf failed: srun: error: Node gpu005 not responding" for r in rows)
     assert hostlist.expand("gpu[004-006]")  # the neighbours still rank by their other pair
     assert by(rows, "nccl straggler", "gpu004").status == c.PASS
+
+
+def test_no_mpi_option_for_a_build_without_mpi():
+    plan = plan_of("lab.yaml")
+    probes = {n: probe_out(smi=8, nccl=True, nccl_mpi=False) for n in ("gpu001", "gpu002")}
+    fake = Fake(plan, probes, nccl=slow_node("none"))
+    c.check_cluster(plan, fake)
+    runs = [cmd for _, cmd in fake.commands if "srun" in cmd and "all_reduce_perf" in cmd]
+    assert runs and not any("--mpi" in cmd for cmd in runs)
