@@ -23,15 +23,22 @@ def register(app: typer.Typer, load) -> None:
         nccl_tolerance: float = typer.Option(
             0.8, "--nccl-tolerance", min=0.0, max=1.0,
             help="NCCL all_reduce passes at this fraction of the fabric's expected bus bandwidth."),
+        straggler_tolerance: float = typer.Option(
+            0.9, "--straggler-tolerance", min=0.0, max=1.0,
+            help="A node whose all_reduce figure (alone or in its best pair) is below this fraction of the median is a straggler."),
+        drain_stragglers: bool = typer.Option(
+            False, "--drain-stragglers", help="Drain the stragglers found, with the figure in the reason."),
     ) -> None:
         """Acceptance tests on the live cluster: GPUs and driver per node, IB/EFA ports, mounts, Slurm states, a
-        multi-node Slurm job, NCCL all_reduce bandwidth (skipped, with the reason, where it cannot run), exporters.
+        multi-node Slurm job, NCCL all_reduce bandwidth and a ranking of every node by it (skipped, with the reason,
+        where it cannot run), exporters.
         Exit 0 when no row fails, 1 otherwise."""
         from clusterctl.cli.output import console
         from clusterctl.ops.check import check_json, print_checks, run_checks
 
         cluster = load(spec, output)
-        rows, ok = run_checks(cluster, nccl_tolerance=nccl_tolerance)
+        rows, ok = run_checks(cluster, nccl_tolerance=nccl_tolerance, straggler_tolerance=straggler_tolerance,
+                              drain_stragglers=drain_stragglers)
         if output is CheckOutput.json:
             sys.stdout.write(check_json(cluster.name, rows))
         else:

@@ -7,7 +7,8 @@ from clusterctl.compile.model import ClusterPlan, Lab, LiveFacts, PoolPlan, Slur
 from clusterctl.compile.nccl import nccl_env
 from clusterctl.compile.nodes import controller_node, lab_prefix_len, pool_nodes
 from clusterctl.compile.partitions import partitions
-from clusterctl.compile.storage import fsx_filesystems, health, local_cache, mounts
+from clusterctl.compile.health import health
+from clusterctl.compile.storage import fsx_filesystems, local_cache, mounts
 from clusterctl.compile.topology import assign_leaves
 from clusterctl.spec import effective as eff
 from clusterctl.spec.cluster import ClusterSpec
@@ -50,6 +51,7 @@ def compile_plan(spec: ClusterSpec, facts: LiveFacts | None = None) -> ClusterPl
             drain_batch_size=slurm.drain_batch_size,
             drain_timeout=slurm.drain_timeout_seconds,
             accounts=tuple((a.name, a.share, tuple(a.users)) for a in slurm.accounts),
+            dcgm_prolog=slurm.dcgm_prolog,
         ),
         software=spec.software.model_dump(),
         monitoring=spec.monitoring.model_dump(),
@@ -61,6 +63,7 @@ def compile_plan(spec: ClusterSpec, facts: LiveFacts | None = None) -> ClusterPl
 def _pool_plan(spec, pool, nodes, all_mounts, cache) -> PoolPlan:
     fab, _ = eff.fabric(spec, pool)
     aws = isinstance(pool, AwsPool)
+    nccl = nccl_env(spec, pool)
     return PoolPlan(
         name=pool.name,
         provider=pool.provider,
@@ -71,7 +74,8 @@ def _pool_plan(spec, pool, nodes, all_mounts, cache) -> PoolPlan:
         fabric_speed=fab.speed,
         rails=fab.rails or (eff.gpus_per_node(pool) if fab.type in ("infiniband", "roce") else 0),
         rail_optimized=fab.rail_optimized,
-        nccl_env=nccl_env(spec, pool),
+        nccl_env=nccl.env,
+        nccl_notes=nccl.notes,
         health=health(spec, pool, all_mounts, cache),
         gpu_cores=layout.gpu_cores(eff.gpus_per_node(pool)) if (layout := eff.cpu_layout(pool)) else (),
         elastic=aws and pool.elastic,

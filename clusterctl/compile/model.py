@@ -86,9 +86,16 @@ class Health:
     """What the node health check expects on a pool's nodes."""
 
     gpus: int
-    ib_ports: int  # active InfiniBand/RoCE ports expected (0: not checked)
+    ib_ports: int  # active InfiniBand/RoCE ports expected (0: not checked); counted only where rails are not named
     efa_devices: int
     mounts: tuple[str, ...]
+    gpu_source: str = "nvidia-smi"  # "devices": lab nodes judge /dev/nvidiaN unless a stand-in nvidia-smi is there
+    rails: tuple[tuple[str, int, int], ...] = ()  # (RDMA device, port, Gb/s) of each compute rail, from the spec
+    pcie_gen: int = 0
+    pcie_width: int = 0
+    nvlinks: int = 0
+    fabric_manager: bool = False
+    cache_mount: str | None = None
 
 
 @dataclass(frozen=True)
@@ -105,6 +112,7 @@ class PoolPlan:
     nccl_env: tuple[tuple[str, str], ...]
     health: Health
     gpu_cores: tuple[str, ...] = ()  # per GPU index: the Slurm core range on its socket (gres.conf Cores=)
+    nccl_notes: tuple[tuple[str, str], ...] = ()  # (variable or "", why): comments of the rendered env file
     elastic: bool = False
     instance_type: str | None = None
     region: str | None = None
@@ -150,6 +158,7 @@ class SlurmSettings:
     drain_batch_size: int = 1
     drain_timeout: int = 3600
     accounts: tuple[tuple[str, int, tuple[str, ...]], ...] = ()  # (account, fair share, users)
+    dcgm_prolog: bool = False
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,8 @@
-"""Mounts, the local NVMe cache and health expectations: which pool gets what."""
+"""Mounts and the local NVMe cache: which pool gets what."""
 
 from __future__ import annotations
 
-from clusterctl.compile.model import Fsx, Health, LiveFacts, LocalCache, Mount
+from clusterctl.compile.model import Fsx, LiveFacts, LocalCache, Mount
 from clusterctl.spec import effective as eff
 from clusterctl.spec.cluster import ClusterSpec
 from clusterctl.spec.storage import FsxLustreFS, LustreFS, NfsFS
@@ -52,14 +52,3 @@ def local_cache(spec: ClusterSpec) -> LocalCache | None:
     pools = tuple(c.pools) if c.pools is not None else tuple(p.name for p in spec.pools if eff.gpus_per_node(p) > 0)
     devices = None if c.devices == "auto" else tuple(c.devices)
     return LocalCache(devices, c.filesystem, c.mount_point, c.raid0, c.reformat, pools)
-
-
-def health(spec: ClusterSpec, pool, all_mounts: tuple[Mount, ...], cache: LocalCache | None) -> Health:
-    fab, _ = eff.fabric(spec, pool)
-    ib_ports = (fab.rails or eff.gpus_per_node(pool) or 1) if fab.type in ("infiniband", "roce") else 0
-    it = eff.instance_type(pool)
-    efa = sum(1 for s in it.eni_layout() if s.interface_type != "interface") if (it and fab.type == "efa") else 0
-    required = [m.mount_point for m in all_mounts if pool.name in m.pools]
-    if cache is not None and pool.name in cache.pools:
-        required.append(cache.mount_point)
-    return Health(gpus=eff.gpus_per_node(pool), ib_ports=ib_ports, efa_devices=efa, mounts=tuple(required))

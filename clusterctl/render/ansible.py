@@ -69,6 +69,7 @@ def all_vars(plan: ClusterPlan) -> dict:
             "burst_suspend": layout.BURST_SUSPEND,
             "burst_resume_fail": layout.BURST_RESUME_FAIL,
             "task_prolog": layout.TASK_PROLOG,
+            "prolog": layout.PROLOG,
             "nccl_env": layout.NODE_NCCL_ENV,
             "health_conf": layout.NODE_HEALTH_CONF,
         },

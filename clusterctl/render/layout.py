@@ -24,6 +24,7 @@ BURST_RESUME = "/usr/local/sbin/clusterctl-resume"
 BURST_SUSPEND = "/usr/local/sbin/clusterctl-suspend"
 BURST_RESUME_FAIL = "/usr/local/sbin/clusterctl-resume-fail"
 TASK_PROLOG = "/etc/slurm/clusterctl-task-prolog"
+PROLOG = "/etc/slurm/clusterctl-prolog"  # DCGM diagnostics level 1 (scheduler.slurm.dcgm_prolog)
 NODE_NCCL_ENV = "/etc/clusterctl/nccl.env"
 NODE_HEALTH_CONF = "/etc/clusterctl/health.conf"
 

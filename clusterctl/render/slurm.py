@@ -115,6 +115,7 @@ def render_slurm(plan: ClusterPlan) -> dict[str, str]:
         preempt_mode=preempt_mode(plan),
         health_program=layout.HEALTH_PROGRAM,
         task_prolog=layout.TASK_PROLOG,
+        prolog=layout.PROLOG,
         burst_resume=layout.BURST_RESUME,
         burst_suspend=layout.BURST_SUSPEND,
         burst_resume_fail=layout.BURST_RESUME_FAIL,

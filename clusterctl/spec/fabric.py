@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from clusterctl.spec.types import allowed
+from clusterctl.spec.types import HcaPort, allowed
 from clusterctl.spec.base import SpecModel, UpdatePolicy, spec_field
 
 FabricType = Literal["infiniband", "roce", "efa", "ethernet"]
@@ -31,4 +31,19 @@ class Fabric(SpecModel):
     interface: str | None = spec_field(
         None, pattern=allowed(r"^[A-Za-z0-9_.:-]{1,15}$", "an interface name: 1-15 letters, digits, _ . : -"), description="Bootstrap network interface for NCCL_SOCKET_IFNAME (e.g. eth0, ens5).",
         policy=UpdatePolicy.LIVE,
+    )
+    hcas: list[HcaPort] | None = spec_field(
+        None, max_length=32,
+        description="The compute rails' RDMA devices by name, in rail order (e.g. [mlx5_0, mlx5_3, ...], or mlx5_0:1 for a "
+        "port other than 1). The health check judges each by name (state and rate) and NCCL_IB_HCA lists exactly these; "
+        "storage and management ports are left out. Unset: every active port counts and NCCL picks the devices.",
+        policy=R,
+    )
+    gid_index: int | None = spec_field(
+        None, ge=0, le=255, description="RoCE: NCCL_IB_GID_INDEX. Unset: NCCL detects the RoCEv2 GID itself (2.21+).",
+        policy=UpdatePolicy.LIVE,
+    )
+    sharp: bool = spec_field(
+        False, description="The InfiniBand fabric runs SHARP (Quantum switches with the aggregation manager and NCCL's "
+        "SHARP plugin on the nodes): CollNet is enabled only then.", policy=UpdatePolicy.LIVE,
     )

@@ -71,6 +71,10 @@ class Slurm(SpecModel):
     health_check_interval_seconds: int = spec_field(
         300, ge=0, le=86400, description="HealthCheckInterval; 0 disables the node health check."
     )
+    dcgm_prolog: bool = spec_field(
+        False, description="Run DCGM diagnostics level 1 (dcgmi diag -r 1, about a minute) in the Slurm Prolog before "
+        "each job on nodes with real NVIDIA GPUs and dcgmi, as AWS ParallelCluster's GPU health check does; a failing node "
+        "is drained with the failed test in the reason and the job requeued. Nodes without dcgmi (lab nodes) pass.")
     burst: Burst = spec_field(default_factory=Burst, description="Power saving / cloud burst settings.")
     drain_batch_size: int = spec_field(
         1, ge=1, le=4096, description="Rolling changes (policy drain): nodes drained, updated and resumed at a time."

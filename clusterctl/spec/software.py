@@ -28,9 +28,11 @@ class Software(SpecModel):
 
 class Nccl(SpecModel):
     algo: Literal["auto", "Tree", "Ring"] = spec_field(
-        "auto", description="NCCL_ALGO; auto picks Tree (with Simple) at 256+ GPUs in a pool: the guide saw ring timeouts at 512, not 128."
+        "auto", description="A global NCCL_ALGO (a debugging knob in NCCL's docs). auto: unset; where a partition allows "
+        "jobs of 256+ GPUs and NCCL is 2.24+, only all-reduce leaves ring (NCCL_ALGO=allreduce:^ring): the guide saw ring "
+        "timeouts at 512 GPUs, not 128."
     )
-    proto: Literal["auto", "Simple", "LL", "LL128"] = spec_field("auto", description="NCCL_PROTO.")
+    proto: Literal["auto", "Simple", "LL", "LL128"] = spec_field("auto", description="NCCL_PROTO (a debugging knob); auto: unset.")
     ib_timeout: int = spec_field(22, ge=1, le=31, description="NCCL_IB_TIMEOUT (4.096 us * 2^n) for IB/RoCE.")
     watchdog_timeout_seconds: int = spec_field(
         1800, ge=60, le=86400, description="TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC: how long a stuck collective may hang."

@@ -154,6 +154,8 @@ S3Prefix = Annotated[str, _pattern(r"[A-Za-z0-9!_.*'()/-]*", 1024, "an S3 key pr
 
 # Environment variables (NCCL, Slurm task prolog): a C identifier in upper case; a value without shell
 # metacharacters, quotes, spaces or line breaks.
+# An RDMA device as /sys/class/infiniband names it (mlx5_0, mlx5_bond_0, ibp26s0), optionally :port (mlx5_0:1).
+HcaPort = Annotated[str, _pattern(r"[a-z][a-z0-9_]{0,31}(:[1-9][0-9]?)?", 35, "an RDMA device name with an optional :port, e.g. mlx5_0 or mlx5_0:1")]
 EnvName = Annotated[str, _pattern(r"[A-Z_][A-Z0-9_]*", 128, "an environment variable name: A-Z, 0-9 and _, not starting with a digit")]
 EnvValue = Annotated[
     str, _pattern(r"[A-Za-z0-9_.,:/=+@%^-]*", 1024, "letters, digits and _ . , : / = + @ % ^ - (no spaces, quotes or shell metacharacters)")

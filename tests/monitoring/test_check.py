@@ -21,7 +21,8 @@ def plan_of(name):
     return compile_plan(load_valid(ROOT / "examples" / name))
 
 
-def probe_out(gpus=8, smi=None, driver="570.172.08", ib_active=0, ib_down=0, efa=0, mounts=None, nccl=False) -> str:
+def probe_out(gpus=8, smi=None, driver="570.172.08", ib_active=0, ib_down=0, efa=0, mounts=None, nccl=False,
+              nccl_mpi=True) -> str:
     lines = [f"gpu_devices={gpus}"]
     if smi is None:
         lines.append("nvidia_smi=absent")
@@ -32,6 +33,7 @@ def probe_out(gpus=8, smi=None, driver="570.172.08", ib_active=0, ib_down=0, efa
     lines += [f"port=rdmap{i}s27/1 efa ACTIVE" for i in range(efa)]
     lines += [f"mount={mp} {'yes' if ok else 'no'}" for mp, ok in (mounts or {}).items()]
     lines.append(f"nccl_tests={'present' if nccl else 'absent'}")
+    lines.append(f"nccl_mpi={1 if nccl and nccl_mpi else 0}")
     return "\n".join(lines) + "\n"
 
 
@@ -84,7 +86,7 @@ class Fake:
         if command.startswith("srun --mpi=list"):
             return CommandResult(0, f"MPI plugin types are...\n\tnone\n\tcray_shasta\n\t{self.mpi}\n")
         if "all_reduce_perf" in command:
-            return self.nccl if isinstance(self.nccl, CommandResult) else CommandResult(0, self.nccl)
+            return self.all_reduce(command)
         if " srun" in command:
             w = re.search(r" -w (\S+)", command).group(1)
             from clusterctl.core import hostlist
@@ -92,7 +94,24 @@ class Fake:
             return CommandResult(0, "".join(h + "\n" for h in hosts))
         if command.startswith("curl"):
             return CommandResult(0, self.prometheus)
+        if command.startswith("scontrol update"):
+            return CommandResult(0, "")
         raise AssertionError(command)
+
+
+    def all_reduce(self, command):
+        """The pool-wide run answers self.nccl; runs on subsets (straggler ranking) answer the same bus bandwidth for
+        their own ranks, or what self.nccl(names) says when it is a function."""
+        from clusterctl.core import hostlist
+        names = hostlist.expand(re.search(r" -w (\S+)", command).group(1))
+        if callable(self.nccl):
+            return CommandResult(0, self.nccl(names))
+        if isinstance(self.nccl, CommandResult):
+            return self.nccl
+        res = c.parse_all_reduce(self.nccl)
+        if res["ranks"] in (0, 1) or res["ranks"] == 8 * len(names) or res["busbw"] is None:
+            return CommandResult(0, self.nccl)
+        return CommandResult(0, all_reduce_output(8 * len(names), res["busbw"], nodes=tuple(names)))
 
 
 def by(rows, check, node=None):

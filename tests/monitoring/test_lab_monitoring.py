@@ -8,7 +8,11 @@ Its own lab (cluster `mon`, subnet 10.217.0.0/24, its own state dir) so it never
 - Prometheus on the controller reports up == 1 for node_exporter on every node (its HTTP API, over SSH);
 - the health check drains a node whose fake GPU device is gone, and SlurmNodeDrained fires with the reason;
 - `clusterctl check` (run_checks) passes with the NCCL row skipped for a stated reason, and fails naming the node
-  while its GPU device is missing.
+  while its GPU device is missing;
+- with a stand-in nvidia-smi replaying public outputs (tests/monitoring/standin.py), switching a node to "XID 79 on
+  GPU 3" drains it with that reason within one health interval, switching back resumes it, a person's drain stays;
+- with a stand-in all_reduce_perf that reports gpu002 as slow, `clusterctl check` names it and --drain-stragglers
+  drains it with the figure in the reason.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -32,6 +37,7 @@ from clusterctl.state import ClusterState
 from clusterctl.validate import load_text, load_valid
 from tests.conftest import ROOT
 from tests.helpers import example_dict, to_yaml, wait_for
+from tests.monitoring import standin
 
 pytestmark = [
     pytest.mark.integration,
@@ -80,10 +86,10 @@ def lab(env):
     return spec, plan, access, build
 
 
-def checks(lab):
+def checks(lab, **kw):
     """run_checks as the CLI calls it, on this module's lab (the autouse fixture points the state dir elsewhere)."""
     spec, plan, access, build = lab
-    return c.run_checks(spec, state=ClusterState(spec.name, root=build.parents[1]))
+    return c.run_checks(spec, state=ClusterState(spec.name, root=build.parents[1]), **kw)
 
 
 def on(access, plan, node, command, timeout=120, check=True):
@@ -204,3 +210,72 @@ def test_check_passes_with_nccl_skipped(lab):
     assert next(r for r in rows if r.check == "slurm job").status == c.PASS
     assert next(r for r in rows if r.check == "exporters").status == c.PASS
     print("\n" + "\n".join(f"{r.check:16} {r.node:14} {r.status:5} {r.detail}" for r in rows))
+
+
+HEALTH = "/usr/local/sbin/clusterctl-healthcheck"
+
+
+def node_state(access, plan, node):
+    r = on(access, plan, plan.controller.name, f"sinfo -h -N -n {node} -o '%T|%E' | head -1")
+    state, _, reason = r.stdout.strip().partition("|")
+    return state, reason
+
+
+def test_health_check_judges_nvidia_smi_stand_in(lab):
+    spec, plan, access, _ = lab
+    interval = plan.slurm.health_check_interval
+    for n in ("gpu001", "gpu002"):
+        on(access, plan, n, standin.install_script())
+    try:
+        assert on(access, plan, "gpu001", HEALTH).stdout.strip() == "OK gpu001"  # learns which bus is GPU 3
+        on(access, plan, "gpu001", standin.switch_script("xid79-gpu3"))
+        t0 = time.monotonic()
+        want = ("clusterctl-health: XID 79 on GPU 3 (0000:06:00): fallen off the bus; "
+                "nvidia-smi lists 7 GPUs, expected 8 (missing GPU 3 (0000:06:00))")
+        drained = wait_for(lambda: node_state(access, plan, "gpu001")[1] == want, interval + 30, interval=2)
+        took = time.monotonic() - t0
+        assert drained, node_state(access, plan, "gpu001")
+        assert "drain" in node_state(access, plan, "gpu001")[0]
+        metrics = on(access, plan, "gpu001", "cat /var/lib/prometheus/node-exporter/clusterctl-health.prom").stdout
+        assert 'clusterctl_gpu_xid_total{xid="79"} 1' in metrics and "clusterctl_health_ok 0" in metrics
+
+        on(access, plan, "gpu001", standin.switch_script("healthy"))
+        t1 = time.monotonic()
+        resumed = wait_for(lambda: node_state(access, plan, "gpu001")[0] in ("idle", "mixed", "allocated"), interval + 30, interval=2)
+        assert resumed, node_state(access, plan, "gpu001")
+        print(f"\nXID 79 on GPU 3 -> drained after {took:.0f}s, healthy -> resumed after {time.monotonic() - t1:.0f}s "
+              f"(HealthCheckInterval={interval}s)")
+
+        on(access, plan, plan.controller.name, "scontrol update nodename=gpu002 state=drain reason='ops: reseating cables'")
+        on(access, plan, "gpu002", standin.switch_script("xid79-gpu3"))
+        assert on(access, plan, "gpu002", HEALTH, check=False).returncode == 1
+        on(access, plan, "gpu002", standin.switch_script("healthy"))
+        assert on(access, plan, "gpu002", HEALTH).returncode == 0
+        state, reason = node_state(access, plan, "gpu002")
+        assert "drain" in state and reason == "ops: reseating cables"
+    finally:
+        on(access, plan, plan.controller.name, "scontrol update nodename=gpu002 state=resume", check=False)
+        for n in ("gpu001", "gpu002"):
+            on(access, plan, n, f"{standin.REMOVE_SCRIPT} && {HEALTH}", check=False)
+
+
+def test_check_names_the_slow_node_and_drains_it(lab):
+    spec, plan, access, _ = lab
+    for n in ("gpu001", "gpu002"):
+        on(access, plan, n, standin.install_script() + "echo gpu002 > /etc/clusterctl-standin/slow-node\n")
+    try:
+        rows, ok = checks(lab, drain_stragglers=True)
+        ranked = {r.node: r for r in rows if r.check == "nccl straggler"}
+        table = "\n".join(f"{r.check:16} {r.node:14} {r.status:5} {r.detail}" for r in rows)
+        assert ranked["gpu002"].status == c.FAIL and ranked["gpu001"].status == c.PASS, table
+        assert "alone 10.0 GB/s (median 25.0): 40% of the median" in ranked["gpu002"].detail
+        assert next(r for r in rows if r.check == "drain" and r.node == "gpu002").status == c.PASS
+        state, reason = node_state(access, plan, "gpu002")
+        assert "drain" in state and reason.startswith("clusterctl-check: NCCL straggler: all_reduce bus bandwidth alone 10.0 GB/s")
+        assert next(r for r in rows if r.check == "nccl all_reduce").status == c.PASS
+        print("\n" + table)
+    finally:
+        on(access, plan, plan.controller.name, "scontrol update nodename=gpu002 state=resume", check=False)
+        for n in ("gpu001", "gpu002"):
+            on(access, plan, n, f"{standin.REMOVE_SCRIPT} && {HEALTH}", check=False)
+

@@ -120,7 +120,7 @@ def test_thresholds_come_from_the_spec():
     assert ") < 8" in rules["FabricPortsMissing/gpu"]["expr"]
     efa = rules_of(plan_of(ROOT / "examples" / "aws-p5-spot.yaml"))["FabricPortsMissing/p5"]
     assert 'clusterctl_efa_state_id{pool="p5"} == 4' in efa["expr"] and ") < 32" in efa["expr"]
-    required = {"GPUStarving", "GPUEccErrors", "GPUTemperatureHigh", "FabricPortDown", "SlurmNodeDrained", "SlurmNodeDown",
+    required = {"GPUStarving", "GPUEccErrors", "GPUTemperatureHigh", "NodeXidErrors", "NodeHealthWarning", "FabricPortDown", "SlurmNodeDrained", "SlurmNodeDown",
                 "ExporterDown"}
     assert required <= {k.split("/")[0] for k in rules_of(plan_of(ROOT / "examples" / "lab.yaml"))}
 
@@ -169,8 +169,48 @@ tests:
         exp_alerts:
           - exp_labels: {severity: warning, node: gpu003, gpu: "2"}
             exp_annotations:
-              summary: "GPU 2 on gpu003: 3 ECC errors in the last hour (more than 1)"
+              summary: "GPU 2 on gpu003: 3 corrected ECC errors in the last hour (more than 1)"
               description: "Drain the node and run the DCGM diagnostics (dcgmi diag -r 3) before it corrupts a training run."
+
+  # Without dcgm-exporter: the health check's corrected-ECC counter. 2 in the hour fires, 1 does not.
+  - interval: 5m
+    input_series:
+      - series: 'clusterctl_gpu_ecc_corrected_volatile_total{node="gpu007", gpu="5", pool="gpu"}'
+        values: '4 4 4 5 5 5 6 6 6 6 6 6 6'
+      - series: 'clusterctl_gpu_ecc_corrected_volatile_total{node="gpu008", gpu="1", pool="gpu"}'
+        values: '0 0 0 0 0 0 0 0 0 0 1 1 1'
+    alert_rule_test:
+      - eval_time: 60m
+        alertname: GPUEccErrors
+        exp_alerts:
+          - exp_labels: {severity: warning, node: gpu007, gpu: "5"}
+            exp_annotations:
+              summary: "GPU 5 on gpu007: 2 corrected ECC errors in the last hour (more than 1)"
+              description: "Drain the node and run the DCGM diagnostics (dcgmi diag -r 3) before it corrupts a training run."
+
+  # A node's XID count rises (the health check's counter, 0 from its first run); another stays at 0.
+  - interval: 1m
+    input_series:
+      - series: 'clusterctl_node_xid_total{node="gpu001", pool="gpu"}'
+        values: '0 0 0 1 1 1 1 1'
+      - series: 'clusterctl_node_xid_total{node="gpu002", pool="gpu"}'
+        values: '0x7'
+      - series: 'clusterctl_health_problem_info{node="gpu002", pool="gpu", severity="warning", problem="GPU 1: PCIe Gen4 under load, expected Gen5"}'
+        values: '1x7'
+    alert_rule_test:
+      - eval_time: 5m
+        alertname: NodeXidErrors
+        exp_alerts:
+          - exp_labels: {severity: warning, node: gpu001, pool: gpu}
+            exp_annotations:
+              summary: "gpu001 logged 1 new XID error(s) in 15 minutes"
+              description: 'clusterctl_gpu_xid_total{node="gpu001"} has the codes; drain-class XIDs already drained the node.'
+      - eval_time: 6m
+        alertname: NodeHealthWarning
+        exp_alerts:
+          - exp_labels: {severity: info, node: gpu002, pool: gpu, problem: "GPU 1: PCIe Gen4 under load, expected Gen5"}
+            exp_annotations:
+              summary: "gpu002: GPU 1: PCIe Gen4 under load, expected Gen5"
 
   # The health check drained gpu001 (the reason comes from sinfo); gpu002 stays idle.
   - interval: 30s

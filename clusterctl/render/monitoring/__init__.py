@@ -103,7 +103,8 @@ def rules_yml(plan: ClusterPlan) -> str:
         alerts=alerts,
         starving_ratio=f"{alerts['gpu_util_min_percent'] / 100:g}",
         metrics={"gpu_active": m.GPU_ACTIVE, "gpu_temp": m.GPU_TEMP, "xid": "DCGM_FI_DEV_XID_ERRORS",
-                 "ecc_regex": "|".join(m.ECC_VOLATILE), "reason": m.SLURM_NODE_REASON, "slurm_file": m.SLURM_PROM_FILE},
+                 "ecc_corrected": m.ECC_VOLATILE[0], "health_ecc": m.HEALTH_ECC_CORRECTED, "xid_total": m.HEALTH_XID_TOTAL,
+                 "health_problem": m.HEALTH_PROBLEM, "reason": m.SLURM_NODE_REASON, "slurm_file": m.SLURM_PROM_FILE},
         gpu_pools=_gpu_pools(plan),
         fabric_pools=_fabric_pools(plan),
     )

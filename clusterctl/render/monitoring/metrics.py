@@ -71,6 +71,10 @@ EFA_PROM_FILE = "clusterctl-efa.prom"
 SLURM_NODE_STATE = "slurm_node_state"
 SLURM_NODE_REASON = "slurm_node_reason_info"
 SLURM_UP = "slurm_up"
+# Written by the health check (playbooks/roles/health/files/clusterctl-healthcheck) into clusterctl-health.prom.
+HEALTH_PROBLEM = "clusterctl_health_problem_info"  # {severity="drain"|"warning", problem}
+HEALTH_ECC_CORRECTED = "clusterctl_gpu_ecc_corrected_volatile_total"  # {gpu}
+HEALTH_XID_TOTAL = "clusterctl_node_xid_total"  # XIDs seen this boot, all codes (per code: clusterctl_gpu_xid_total)
 
 # dcgm-exporter: the guide's GPUStarving metric. A RATIO in 0..1 (fraction of time the graphics/compute engine was
 # active over the sample), not a percentage: the guide's `< 80` would always be true.
