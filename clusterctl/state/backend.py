@@ -54,27 +54,24 @@ class Backend(Protocol):
 def chosen_url(from_spec: str | None) -> str:
     """$CLUSTERCTL_STATE_BACKEND, else the spec's state.backend, else local. The variable is checked against the
     spec's own allow-list: it ends up in object keys as much as the spec's value does."""
-    from clusterctl.spec.cluster import State
-
-    env = os.environ.get(BACKEND_ENV, "").strip()
-    if env:
-        try:
-            State(backend=env)
-        except ValueError:
-            raise StateError(f"{BACKEND_ENV}={env!r}: not `local` or s3://bucket/prefix") from None
-    return env or from_spec or "local"
+    return _checked_env(BACKEND_ENV, "backend", "not `local` or s3://bucket/prefix") or from_spec or "local"
 
 
 def chosen_kms_key(from_spec: str | None) -> str | None:
+    return _checked_env(KMS_ENV, "kms_key", "not a KMS alias (alias/...) or key ARN") or from_spec
+
+
+def _checked_env(var: str, field: str, what: str) -> str:
+    """A state setting from the environment, held to the spec field's own allow-list; "" when unset."""
     from clusterctl.spec.cluster import State
 
-    env = os.environ.get(KMS_ENV, "").strip()
-    if env:
+    value = os.environ.get(var, "").strip()
+    if value:
         try:
-            State(kms_key=env)
+            State(**{field: value})
         except ValueError:
-            raise StateError(f"{KMS_ENV}={env!r}: not a KMS alias (alias/...) or key ARN") from None
-    return env or from_spec
+            raise StateError(f"{var}={value!r}: {what}") from None
+    return value
 
 
 def actor() -> dict:
