@@ -31,7 +31,7 @@ def register(app: typer.Typer, load) -> None:
         state = ClusterState.for_spec(cluster)
         entries = state.history()
         if output is Output.json:
-            sys.stdout.write(json.dumps({"cluster": cluster.name, "backend": state.backend.url, "history": entries},
+            sys.stdout.write(json.dumps({"cluster": cluster.name, "ok": True, "backend": state.backend.url, "history": entries},
                                         indent=2) + "\n")
             return
         if not entries:

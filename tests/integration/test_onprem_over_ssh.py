@@ -52,6 +52,9 @@ scheduler:
       - {{name: batch, pools: [cpu], default: true}}
     health_check_interval_seconds: 60
     accounting: {{enabled: true}}  # slurmdbd + MariaDB on own-ctl
+    accounts:
+      - {{name: research, share: 3, users: [alice]}}
+      - {{name: infra, share: 1}}
 monitoring:
   grafana: false  # Grafana Labs' repository is not reachable from this machine
 """
@@ -105,7 +108,10 @@ def test_accounting_records_jobs_in_slurmdbd(owned):
     assert not any(password in p.read_text(errors="replace") for p in build.rglob("*") if p.is_file())
     conf = on(lab, "own-ctl", "stat -c '%U %a' /etc/slurm/slurmdbd.conf && grep -c '^StoragePass=' /etc/slurm/slurmdbd.conf")
     assert conf.stdout.split() == ["slurm", "600", "1"]
-    # A job run as a user with no sacctmgr association (associations are not enforced) is recorded.
+    # The spec's accounts, applied with sacctmgr: fair-share weights and users as sshare shows them.
+    shares = on(lab, "own-ctl", "sshare -n -P -a -o Account,User,RawShares").stdout.splitlines()
+    assert {"research||3", "research|alice|1", "infra||1"} <= {r.strip() for r in shares}, shares
+    # A job run by the spec's user is recorded.
     on(lab, "own-ctl", "id alice >/dev/null 2>&1 || useradd -m alice")
     for node in ("own01", "own02"):
         on(lab, node, "id alice >/dev/null 2>&1 || useradd -m alice")
@@ -131,6 +137,56 @@ def test_second_up_changes_nothing(owned):
     assert report["ok"]
     assert {h: r["changed"] for h, r in report["converge"]["recap"].items()} == {"own-ctl": 0, "own01": 0, "own02": 0}, \
         report["converge"]["changes"]
+
+
+def test_plan_on_one_runner_apply_from_another_through_s3_state(owned, aws, tmp_path):
+    """GitOps on ephemeral runners (issue 14): runner A (this module's state dir) moves its state to an s3 backend
+    (moto), plans a change; runner B, with an empty state directory, applies that plan to the owned hosts; A then sees
+    the applied build and its copy of the plan is stale. Only the spec, the SSH key file and the bucket are shared."""
+    lab, spec, env = owned
+    boto3 = pytest.importorskip("boto3")
+    bucket, alias = "clusterctl-state", "alias/clusterctl-state"
+    boto3.client("s3").create_bucket(Bucket=bucket)
+    kms = boto3.client("kms")
+    kms.create_alias(AliasName=alias, TargetKeyId=kms.create_key()["KeyMetadata"]["KeyId"])
+    url = f"s3://{bucket}/gitops"
+    shared = f"state:\n  kms_key: {alias}\n"
+    same = tmp_path / "same.yaml"
+    same.write_text(spec.read_text() + shared)
+    changed = tmp_path / "changed.yaml"
+    changed.write_text(spec.read_text().replace("health_check_interval_seconds: 60",
+                                                "health_check_interval_seconds: 90") + shared)
+    aws_env = {k: v for k, v in os.environ.items() if k.startswith("AWS_")}
+    runner_a = {**env, **aws_env, "CLUSTERCTL_STATE_BACKEND": url}
+    runner_b = {**runner_a, "CLUSTERCTL_STATE_DIR": str(tmp_path / "runner-b")}
+
+    clusterctl("state", "migrate", same, "--to", url, env={**env, **aws_env})
+    assert clusterctl("plan", same, "--no-cloud", env=runner_b, check=False).returncode == 0
+    r = clusterctl("plan", changed, "--no-cloud", "--out", tmp_path / "plan.json", env=runner_a, check=False)
+    assert r.returncode == 2, r.stdout + r.stderr
+
+    r = clusterctl("apply", changed, "--plan", tmp_path / "plan.json", "--output", "json", env=runner_b, check=False)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert json.loads(r.stdout)["ok"]
+    # Applied for real on the hosts, with the munge key and database password runner B only had from the bucket.
+    assert on(lab, "own-ctl", "grep -x 'HealthCheckInterval=90' /etc/slurm/slurm.conf").returncode == 0
+    assert on(lab, "own01", "systemctl is-active slurmd").stdout.strip() == "active"
+    assert not (tmp_path / "runner-b" / "owned" / "secrets").exists() or not any(
+        (tmp_path / "runner-b" / "owned" / "secrets").iterdir())
+
+    # Runner A sees B's apply: nothing left to change, no drift; its copy of the plan is stale now.
+    r = clusterctl("plan", changed, "--no-cloud", env=runner_a, check=False)
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = clusterctl("drift", changed, env=runner_a, check=False)
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = clusterctl("apply", changed, "--plan", tmp_path / "plan.json", env=runner_a, check=False)
+    assert r.returncode == 1 and "stale plan" in r.stderr, r.stdout + r.stderr
+    history = json.loads(clusterctl("history", changed, "--output", "json", env=runner_a).stdout)
+    assert history["ok"] and [e["action"] for e in history["history"]][-1] == "apply", history
+
+    # Back to the module's spec (and local state) for the tests after this one.
+    r = clusterctl("apply", same, "--yes", env=runner_b, check=False)
+    assert r.returncode == 0, r.stdout + r.stderr
 
 
 def test_down_drains_and_stops_but_keeps_everything_else(owned):
