@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 
-from clusterctl.compile.model import ClusterPlan, Lab, LiveFacts, PoolPlan, SlurmSettings
+from clusterctl.compile.model import LAB_FIRST_UID, ClusterPlan, Lab, LiveFacts, PoolPlan, SlurmSettings
 from clusterctl.compile.nccl import nccl_env
 from clusterctl.compile.nodes import controller_node, lab_prefix_len, pool_nodes
 from clusterctl.compile.partitions import partitions
@@ -55,7 +55,8 @@ def compile_plan(spec: ClusterSpec, facts: LiveFacts | None = None) -> ClusterPl
         ),
         software=spec.software.model_dump(),
         monitoring=spec.monitoring.model_dump(),
-        lab=Lab(spec.lab.subnet, eff.lab_gateway(spec), lab_prefix_len(spec)) if has_local else None,
+        lab=Lab(spec.lab.subnet, eff.lab_gateway(spec), lab_prefix_len(spec),
+                tuple((u, LAB_FIRST_UID + i) for i, u in enumerate(spec.lab.users))) if has_local else None,
         pulumi_backend=spec.state.pulumi_backend,
     )
 

@@ -166,6 +166,10 @@ class Lab:
     subnet: str
     gateway: str
     prefix_len: int
+    users: tuple[tuple[str, int], ...] = ()  # (login, uid): the same uid on every node, as the shared /home needs
+
+
+LAB_FIRST_UID = 2000  # above Debian's system and first-user ranges (adduser.conf FIRST_UID=1000)
 
 
 @dataclass(frozen=True)

@@ -53,6 +53,7 @@ def all_vars(plan: ClusterPlan) -> dict:
         "clusterctl_accounting": plan.slurm.accounting,
         "clusterctl_slurmdbd": runs_slurmdbd(plan),
         "clusterctl_has_cloud_nodes": any(n.cloud for n in plan.nodes),
+        "clusterctl_lab_users": [{"name": u, "uid": uid} for u, uid in plan.lab.users] if plan.lab else [],
         "clusterctl_monitoring": plan.monitoring,
         "clusterctl_files": {
             "slurm_conf": layout.SLURM_CONF,

@@ -11,7 +11,8 @@ from clusterctl import API_VERSION
 from clusterctl.spec.base import SpecModel, UpdatePolicy, spec_field
 from clusterctl.spec.fabric import Fabric
 from clusterctl.spec.pools import Pool, SshSpec
-from clusterctl.spec.types import MAX_NODES, NAME_PATTERN, Address, AwsRegion, InstanceType, KmsKey, PulumiBackend, StateBackend
+from clusterctl.spec.types import (MAX_NODES, NAME_PATTERN, Address, AwsRegion, InstanceType, KmsKey, PosixUser, PulumiBackend,
+                                   StateBackend)
 from clusterctl.spec.scheduler import Scheduler
 from clusterctl.spec.software import Monitoring, Nccl, Software
 from clusterctl.spec.storage import Storage
@@ -37,6 +38,20 @@ class Lab(SpecModel):
     subnet: str = spec_field(
         "10.213.0.0/24", description="Private subnet for lab nodes' network namespaces (local provider only).", policy=R
     )
+    users: list[PosixUser] = spec_field(
+        default_factory=list, max_length=64,
+        description="POSIX users created on every lab node to submit jobs with (uid 2000 on, in this order: add new ones "
+        "at the end), their homes in the lab's shared /home, which every lab node mounts.", policy=L
+    )
+
+    @field_validator("users")
+    @classmethod
+    def _users(cls, v: list[str]) -> list[str]:
+        if len(set(v)) != len(v):
+            raise ValueError("lab users must be unique")
+        if "root" in v:
+            raise ValueError("root is not a lab user: name the users who submit jobs")
+        return v
 
     @field_validator("subnet")
     @classmethod

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -88,6 +89,59 @@ def test_batch_job_sees_all_gpus(lab):
     assert "NCCL_IB_DISABLE=1" in out  # the pool's NCCL environment reached the task (TaskProlog)
 
 
+def _as_alice(access, plan, command, timeout=120):
+    """A command run on the login node as the spec's lab user (lab.users), as a person would submit work."""
+    return on(access, plan, plan.controller.name, f"su - alice -c {shlex.quote(command)}", timeout=timeout)
+
+
+def _wait_for_states(access, plan, jobs, wanted, timeout=90.0):
+    states = {}
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        out = on(access, plan, plan.controller.name, f"squeue -h -j {','.join(jobs)} -o '%i %T'", check=False).stdout
+        states = dict(line.split() for line in out.splitlines() if line.strip())
+        if all(states.get(j) == wanted for j in jobs):
+            return states
+        time.sleep(2)
+    raise AssertionError(f"jobs {jobs} not {wanted} after {timeout} s: {states}")
+
+
+def test_users_job_output_is_read_on_the_login_node_and_accounted(lab):
+    plan, access = lab
+    on(access, plan, plan.controller.name, "printf '#!/bin/sh\\necho CVD=$CUDA_VISIBLE_DEVICES on $(hostname)\\n' "
+       "> /home/alice/gpu.sh && chown alice: /home/alice/gpu.sh && chmod 755 /home/alice/gpu.sh")
+    r = _as_alice(access, plan, "sbatch --parsable -N1 --gres=gpu:4 -o /home/alice/gpu-%j.out --wait /home/alice/gpu.sh",
+                  timeout=180)
+    job = r.stdout.strip().split(";")[0]
+    # The job ran on a compute node; /home is shared, so the login node reads its output where the user wrote it.
+    out = on(access, plan, plan.controller.name, f"cat /home/alice/gpu-{job}.out").stdout
+    assert "CVD=0,1,2,3 on gpu00" in out, out
+    # Accounted in slurmdbd under the spec's account, with the GPUs as TRES; the fair-share tree is the spec's.
+    row = ""
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        row = on(access, plan, plan.controller.name,
+                 f"sacct -n -P -X -j {job} -o JobID,User,Account,State,AllocTRES", check=False).stdout.strip()
+        if "COMPLETED" in row:
+            break
+        time.sleep(2)
+    fields = row.split("|")
+    assert fields[:4] == [job, "alice", "research", "COMPLETED"] and "gres/gpu=4" in fields[4], row
+    shares = {r.strip() for r in on(access, plan, plan.controller.name,
+                                    "sshare -n -P -a -o Account,User,RawShares").stdout.splitlines()}
+    assert {"research||3", "research|alice|1"} <= shares, shares
+
+
+def test_two_4_gpu_jobs_share_one_8_gpu_node(lab):
+    plan, access = lab
+    jobs = [_as_alice(access, plan, "sbatch --parsable -w gpu001 -N1 --gres=gpu:4 --wrap 'sleep 60'").stdout.strip()
+            for _ in range(2)]
+    try:
+        _wait_for_states(access, plan, jobs, "RUNNING")
+    finally:
+        on(access, plan, plan.controller.name, f"scancel {' '.join(jobs)}", check=False)
+
+
 def test_second_up_changes_nothing(env):
     r = clusterctl("up", SPEC, env=env)  # text output: the summary names where the time went
     assert "time: capacity" in r.stdout and "converge by play: " in r.stdout, r.stdout
@@ -101,6 +155,22 @@ def test_second_up_changes_nothing(env):
 
 def _node_line(access, plan, node):
     return on(access, plan, plan.controller.name, f"scontrol -o show node {node}").stdout
+
+
+def test_up_while_a_users_job_runs_leaves_it_running(env, lab):
+    """Maintenance must not cost users their work: with every GPU busy in the experiment partition, `up` neither
+    preempts nor waits; it skips the smoke job with the reason and exits 0."""
+    plan, access = lab
+    job = _as_alice(access, plan, "sbatch --parsable -p experiment -N2 --gres=gpu:8 --wrap 'sleep 600'").stdout.strip()
+    try:
+        _wait_for_states(access, plan, [job], "RUNNING")
+        r = clusterctl("up", SPEC, "--output", "json", env=env, check=False)
+        assert r.returncode == 0, r.stdout + r.stderr
+        smoke = json.loads(r.stdout)["smoke"]
+        assert [s["skipped"] for s in smoke] == [True] and smoke[0]["detail"], smoke
+        _wait_for_states(access, plan, [job], "RUNNING", timeout=5)
+    finally:
+        on(access, plan, plan.controller.name, f"scancel {job}", check=False)
 
 
 def test_health_check_drains_and_resumes(lab):

@@ -23,6 +23,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from clusterctl.engines.local.machine import bind_arg
+
 NODE_POOL = "/var/cache/clusterctl-lab/apt-archives"
 HOOK = "/usr/local/sbin/clusterctl-lab-apt-pool"
 APT_CONF = "etc/apt/apt.conf.d/80clusterctl-lab-apt-pool"
@@ -87,9 +89,9 @@ def ensure(cache_dir: Path) -> Path:
 
 
 def binds(cache_dir: Path) -> tuple[str, ...]:
-    """nspawn --bind value(s); nspawn splits on ':' unless escaped."""
-    host = str(path(cache_dir)).replace("\\", "\\\\").replace(":", "\\:")
-    return (f"{host}:{NODE_POOL}",)
+    """nspawn --bind value(s)."""
+    return (bind_arg(path(cache_dir), NODE_POOL),)
+
 
 
 def write_node_config(root: Path) -> None:

@@ -108,11 +108,17 @@ class Lab:
                     continue
                 extra = f", {node.disk_mb} MiB disk" if node.disk_mb else ""
                 self.log(f"booting lab node {node.name} ({node.address}, {node.gpus} fake GPU(s){extra})")
-                machine.start(paths, names.netns(spec.cluster, node.name), spec.cluster,
-                              binds=aptcache.binds(spec.cache_dir))
+                machine.start(paths, names.netns(spec.cluster, node.name), spec.cluster, binds=self._binds())
                 started[node.name] = time.monotonic()
             sshkeys.write_known_hosts(self.known_hosts, host_keys)
             self._wait_ready(started)
+
+    def _binds(self) -> tuple[str, ...]:
+        binds = aptcache.binds(self.spec.cache_dir)
+        if self.spec.shared_home is not None:
+            self.spec.shared_home.mkdir(parents=True, exist_ok=True)
+            binds += (machine.bind_arg(self.spec.shared_home, "/home"),)
+        return binds
 
     def down(self) -> None:
         host.require_root()

@@ -142,6 +142,11 @@ def find_leader(nspawn: int) -> int | None:
     return None
 
 
+def bind_arg(host: Path, inside: str) -> str:
+    """One nspawn --bind value: nspawn splits on ':' unless escaped."""
+    return str(host).replace("\\", "\\\\").replace(":", "\\:") + f":{inside}"
+
+
 def start(paths: NodePaths, netns: str, cluster: str, binds: tuple[str, ...] = ()) -> int:
     """Launch the node's supervisor detached (own session, log file); returns its pid."""
     paths.logs.mkdir(parents=True, exist_ok=True)

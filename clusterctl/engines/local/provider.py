@@ -34,6 +34,9 @@ def lab_for(plan: ClusterPlan, state: ClusterState, log=print):
         nodes=tuple(LabNode(n.name, n.address or "", n.gpus, LAB_NVME_MB if n.pool in cached else 0) for n in nodes),
         state_dir=state.dir / "lab",
         cache_dir=cache_dir(),
+        # The kernel NFS server and client are not in this machine's kernel (no nfsd/nfs in /proc/filesystems): every
+        # lab node binds one host directory as /home instead, so job output is seen from the login node as on NFS.
+        shared_home=state.dir / "lab" / "home",
     )
     return Lab(spec, log=log)
 

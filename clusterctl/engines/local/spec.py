@@ -32,6 +32,7 @@ class LabSpec:
     nodes: tuple[LabNode, ...]
     state_dir: Path  # per-cluster: overlays, ssh key, known_hosts, logs, pid files
     cache_dir: Path  # shared across clusters: the debootstrapped base rootfs, the nodes' apt package cache
+    shared_home: Path | None = None  # a host directory every node mounts as /home (the lab's stand-in for NFS)
     suite: str = "bookworm"
     mirror: str = "http://deb.debian.org/debian"
 
