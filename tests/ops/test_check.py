@@ -1,6 +1,6 @@
 """`clusterctl check` row logic with a fake command runner: what each node and the controller answer is canned; the
 verdicts (pass / fail / skip, with the node named) are the code under test. The real thing runs against a lab in
-tests/monitoring/test_lab_monitoring.py."""
+tests/integration/test_lab_monitoring.py."""
 
 from __future__ import annotations
 
@@ -10,15 +10,9 @@ import subprocess
 
 import pytest
 
-from clusterctl.compile import compile_plan
 from clusterctl.ops import check as c
 from clusterctl.ops.check import CommandResult
-from clusterctl.validate import load_valid
-from tests.conftest import ROOT
-
-
-def plan_of(name):
-    return compile_plan(load_valid(ROOT / "examples" / name))
+from tests.helpers import plan_of
 
 
 def probe_out(gpus=8, smi=None, driver="570.172.08", ib_active=0, ib_down=0, efa=0, mounts=None, nccl=False,
@@ -188,10 +182,7 @@ def test_exporter_down():
 
 
 def test_exporters_skipped_when_monitoring_is_off():
-    from tests.helpers import edited, load_dict
-
-    spec = load_dict(edited("lab.yaml", lambda d: d.__setitem__("monitoring", {"enabled": False}))).spec
-    plan = compile_plan(spec)
+    plan = plan_of("lab.yaml", lambda d: d.__setitem__("monitoring", {"enabled": False}))
     fake = Fake(plan, {n: probe_out(mounts={"/mnt/nvme": True}) for n in ("gpu001", "gpu002")})
     assert by(c.check_cluster(plan, fake), "exporters", "lab-ctl").status == c.SKIP
 
