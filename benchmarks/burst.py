@@ -112,10 +112,10 @@ LAB_ROUNDS = (["cloud001"], ["cloud002", "cloud003"])
 def lab_figures() -> None:
     from clusterctl.core import hostlist
     from tests.engines.aws.burst.labcluster import BurstLab
-    from tests.helpers import wait_for
+    from tests.helpers import root_missing, wait_for
 
-    if os.geteuid() != 0:
-        print("lab: skipped (needs root)")
+    if why := root_missing("lab nodes: network namespaces, systemd-nspawn"):
+        print(f"lab: skipped ({why})")
         return
     state = Path(tempfile.mkdtemp(prefix="burst-bench-state-"))
     lab = BurstLab(state, log=lambda m: None)

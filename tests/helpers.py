@@ -1,8 +1,12 @@
-"""Build specs in tests from the examples with small edits."""
+"""The helpers tests share: specs and plans from the examples with small edits, the CLI run as a user runs it, polling,
+the needs-root mark. Each is defined here only (tests/test_layout.py fails on a copy elsewhere)."""
 
 from __future__ import annotations
 
 import copy
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -56,36 +60,56 @@ def wait_for(predicate, timeout: float, interval: float = 3.0, what: str | None 
     return last
 
 
-def clusterctl(*args, env, check=True, timeout=1800):
-    """Run the CLI as a user would (a separate process with its own environment)."""
-    import subprocess
-    import sys
+CLI = (sys.executable, "-m", "clusterctl")  # the command line a user types, as this interpreter runs it
 
-    r = subprocess.run([sys.executable, "-m", "clusterctl", *map(str, args)], capture_output=True, text=True, env=env,
-                       timeout=timeout)
+
+def clusterctl(*args, env=None, check=True, timeout=1800, cwd=None, **kw) -> subprocess.CompletedProcess:
+    """Run the CLI as a user would (a separate process with its own environment; this one's when env is None).
+    check: fail with the command's output unless it exits 0. Other keywords go to subprocess.run (stdin, ...)."""
+    r = subprocess.run([*CLI, *map(str, args)], capture_output=True, text=True, env=env, timeout=timeout, cwd=cwd, **kw)
     if check and r.returncode != 0:
-        raise AssertionError(f"clusterctl {args} -> {r.returncode}\n{r.stdout[-4000:]}\n{r.stderr[-4000:]}")
+        raise AssertionError(f"clusterctl {' '.join(map(str, args))} -> {r.returncode}\n{r.stdout[-4000:]}\n{r.stderr[-4000:]}")
     return r
 
 
-def spec_from(example: str, edit=None):
-    """An example spec with an edit applied (edit(data) changes the dict), loaded and checked valid."""
-    loaded = load_dict(edited(example, edit or (lambda d: None)))
-    assert loaded.ok, [f.message for f in loaded.errors]
+def spec_of(source, edit=None):
+    """A spec checked valid, from an example's name (str), a spec file (Path) or spec data (dict), with an optional
+    edit applied to a copy of its data first (edit(data) changes the dict)."""
+    if isinstance(source, Path) and edit is None:
+        loaded = load_text(source.read_text(), str(source))
+    else:
+        if isinstance(source, Path):
+            data = YAML(typ="safe").load(source.read_text())
+        elif isinstance(source, dict):
+            data = copy.deepcopy(source)
+        else:
+            data = example_dict(source)
+        if edit is not None:
+            edit(data)
+        loaded = load_dict(data)
+    assert loaded.ok, [f"{f.path}: {f.message}" for f in loaded.errors]
     return loaded.spec
 
 
-def plan_from(example: str, edit=None):
-    """The compiled plan of spec_from(example, edit)."""
+def plan_of(source, edit=None):
+    """The compiled plan of spec_of(source, edit)."""
     from clusterctl.compile import compile_plan
 
-    return compile_plan(spec_from(example, edit))
+    return compile_plan(spec_of(source, edit))
 
 
-def needs_root():
-    """Skip mark for tests that make network namespaces, nspawn containers or daemons."""
-    import os
+ROOT_DEFAULT_WHY = "network namespaces, nspawn, daemons"
 
+
+def root_missing(why: str = ROOT_DEFAULT_WHY) -> str | None:
+    """Why a test cannot run here for want of root, or None when it runs as root. For support code (rigs, harnesses)
+    that reports its own readiness; tests take the needs_root() mark."""
+    return None if os.geteuid() == 0 else f"needs root ({why})"
+
+
+def needs_root(why: str = ROOT_DEFAULT_WHY):
+    """The one skip mark for tests that need root (network namespaces, nspawn containers, daemons, mounts)."""
     import pytest
 
-    return pytest.mark.skipif(os.geteuid() != 0, reason="needs root (network namespaces, nspawn, daemons)")
+    reason = root_missing(why)
+    return pytest.mark.skipif(reason is not None, reason=reason or "")

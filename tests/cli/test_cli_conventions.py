@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
+
+from tests.helpers import clusterctl
 
 BAD_SPEC = "apiVersion: clusterctl/v1\nname: Bad Name\npools: []\n"
 SPEC_COMMANDS = ["validate", "plan", "up", "down", "status", "apply", "drift", "check", "cost"]
@@ -19,8 +19,7 @@ ALL_COMMANDS = ["init", "schema", "render", *SPEC_COMMANDS, "size", "burst"]
 
 def run(*args, tmp_path):
     env = dict(os.environ, CLUSTERCTL_STATE_DIR=str(tmp_path / "state"))
-    return subprocess.run([sys.executable, "-m", "clusterctl", *map(str, args)], capture_output=True, text=True,
-                          env=env, timeout=120, cwd=tmp_path)
+    return clusterctl(*args, env=env, check=False, timeout=120, cwd=tmp_path)
 
 
 @pytest.mark.parametrize("command", ALL_COMMANDS)

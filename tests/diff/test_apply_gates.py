@@ -7,18 +7,11 @@ from clusterctl.ops.rolling import affected_nodes, batches
 from clusterctl.compile import compile_plan
 from clusterctl.diff import build_report
 from clusterctl.render import render_spec
-from clusterctl.validate import load_text
-from tests.helpers import edited, example_dict, to_yaml
-
-
-def _spec(d):
-    loaded = load_text(to_yaml(d))
-    assert loaded.ok, loaded.findings
-    return loaded.spec
+from tests.helpers import spec_of
 
 
 def _report(edit, name="lab.yaml"):
-    old_spec, new_spec = _spec(example_dict(name)), _spec(edited(name, edit))
+    old_spec, new_spec = spec_of(name), spec_of(name, edit)
     _, old = render_spec(old_spec)
     _, new = render_spec(new_spec)
     return build_report(new_spec.name, old, new), compile_plan(new_spec)

@@ -12,15 +12,11 @@ import pytest
 from clusterctl.render import render_spec
 from clusterctl.state import ClusterState
 from tests.engines.aws.pulumi_harness import run_spec
-from tests.helpers import clusterctl as run_cli, edited, spec_from, to_yaml
+from tests.helpers import clusterctl, edited, spec_of, to_yaml
 
 EXAMPLE = "aws-p5-spot.yaml"
 INSTANCE = "aws:ec2/instance:Instance"
 LT = "aws:ec2/launchTemplate:LaunchTemplate"
-
-
-def spec_of(edit=None):
-    return spec_from(EXAMPLE, edit)
 
 
 def resources(spec) -> dict[tuple[str, str], dict]:
@@ -36,15 +32,11 @@ H200 = lambda d: d["pools"][0].update(instance_type="p5e.48xlarge")  # noqa: E73
 def applied(tmp_path):
     """The example as the last applied build; no pulumi CLI on PATH (none can be installed here)."""
     state_dir = tmp_path / "state"
-    spec = spec_of()
+    spec = spec_of(EXAMPLE)
     _, files = render_spec(spec)
     ClusterState(spec.name, root=state_dir).record_applied(files)
     env = dict(os.environ, CLUSTERCTL_STATE_DIR=str(state_dir), PATH="/usr/bin:/bin")
     return tmp_path, env
-
-
-def clusterctl(env, *args):
-    return run_cli(*args, env=env, check=False, timeout=300)
 
 
 def write(tmp_path, name, edit):
@@ -54,14 +46,14 @@ def write(tmp_path, name, edit):
 
 
 def test_adding_a_node_is_live_and_only_creates_one_instance():
-    before, after = resources(spec_of()), resources(spec_of(GROW))
+    before, after = resources(spec_of(EXAMPLE)), resources(spec_of(EXAMPLE, GROW))
     added = set(after) - set(before)
     assert [k[0] for k in added] == [INSTANCE] and not set(before) - set(after)
     assert all(after[k] == v for k, v in before.items()), "no existing resource changes when a node is added"
 
 
 def test_gpu_type_change_rewrites_the_pools_launch_template_and_nothing_shared():
-    before, after = resources(spec_of()), resources(spec_of(H200))
+    before, after = resources(spec_of(EXAMPLE)), resources(spec_of(EXAMPLE, H200))
     changed = {k for k in before if k in after and before[k] != after[k]}
     lts = [k for k in changed if k[0] == LT]
     assert len(lts) == 1 and after[lts[0]]["instanceType"] == "p5e.48xlarge"
@@ -86,14 +78,14 @@ def test_a_new_instance_type_replaces_pool_instances_old_one_first():
 
 def test_plan_no_change_exits_0_and_says_why_the_cloud_was_not_previewed(applied):
     tmp_path, env = applied
-    r = clusterctl(env, "plan", write(tmp_path, "same.yaml", lambda d: None))
+    r = clusterctl("plan", write(tmp_path, "same.yaml", lambda d: None), env=env, check=False, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "no changes" in r.stdout and "cloud: not previewed" in r.stdout and "pulumi" in r.stdout
 
 
 def test_plan_adding_a_node_exits_2_and_lists_it_live(applied):
     tmp_path, env = applied
-    r = clusterctl(env, "plan", write(tmp_path, "grown.yaml", GROW), "--output", "json")
+    r = clusterctl("plan", write(tmp_path, "grown.yaml", GROW), "--output", "json", env=env, check=False, timeout=300)
     assert r.returncode == 2, r.stderr
     report = json.loads(r.stdout)
     assert {"name": "p5017", "kind": "added", "policy": "live", "detail": "pool p5"} in report["nodes"]
@@ -103,19 +95,19 @@ def test_plan_adding_a_node_exits_2_and_lists_it_live(applied):
 def test_gpu_type_change_is_replace_and_refused_without_allow_replace(applied):
     tmp_path, env = applied
     h200 = write(tmp_path, "h200.yaml", H200)
-    r = clusterctl(env, "plan", h200, "--output", "json", "--out", tmp_path / "plan.json")
+    r = clusterctl("plan", h200, "--output", "json", "--out", tmp_path / "plan.json", env=env, check=False, timeout=300)
     assert r.returncode == 2 and json.loads(r.stdout)["policy"] == "replace"
-    r = clusterctl(env, "apply", h200, "--plan", tmp_path / "plan.json")
+    r = clusterctl("apply", h200, "--plan", tmp_path / "plan.json", env=env, check=False, timeout=300)
     assert r.returncode == 1 and "--allow-replace" in r.stderr and "pools[p5].instance_type" in r.stderr
     assert "Traceback" not in r.stderr
     # With --allow-replace the gate passes and the next thing in the way is the missing pulumi CLI: nothing was touched.
-    r = clusterctl(env, "apply", h200, "--plan", tmp_path / "plan.json", "--allow-replace", "--yes")
+    r = clusterctl("apply", h200, "--plan", tmp_path / "plan.json", "--allow-replace", "--yes", env=env, check=False, timeout=300)
     assert r.returncode == 1 and "pulumi" in r.stderr.lower()
     assert not (tmp_path / "state" / "p5spot" / "lock").exists()
 
 
 def test_stale_plan_is_refused(applied):
     tmp_path, env = applied
-    clusterctl(env, "plan", write(tmp_path, "grown.yaml", GROW), "--out", tmp_path / "plan.json")
-    r = clusterctl(env, "apply", write(tmp_path, "h200.yaml", H200), "--plan", tmp_path / "plan.json", "--allow-replace")
+    clusterctl("plan", write(tmp_path, "grown.yaml", GROW), "--out", tmp_path / "plan.json", env=env, check=False, timeout=300)
+    r = clusterctl("apply", write(tmp_path, "h200.yaml", H200), "--plan", tmp_path / "plan.json", "--allow-replace", env=env, check=False, timeout=300)
     assert r.returncode == 1 and "stale plan" in r.stderr

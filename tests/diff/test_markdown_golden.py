@@ -9,9 +9,9 @@ from clusterctl.diff.formats import as_markdown
 from clusterctl.ops.plan_live import add_cost
 from clusterctl.render.compiled import Compiled
 from clusterctl.render import render_spec
-from clusterctl.validate import load_text, load_valid
+from clusterctl.validate import load_valid
 from tests.conftest import EXAMPLES, ROOT
-from tests.helpers import edited, to_yaml
+from tests.helpers import spec_of
 
 GOLDEN = ROOT / "tests" / "golden" / "plans"
 
@@ -45,10 +45,9 @@ def test_change_markdown(example):
             p["hosts"].append({"names": "extra01", "addresses": "10.99.0.1"})
 
     old_spec = load_valid(example)
-    new = load_text(to_yaml(edited(example.name, grow)))
-    assert new.ok, new.findings
+    new = spec_of(example.name, grow)
     _, old = render_spec(old_spec)
-    compiled = Compiled.of(new.spec)
+    compiled = Compiled.of(new)
     report = build_report(old_spec.name, old, compiled.files)
     add_cost(report, old, compiled)
     _check(f"{example.stem}.grow.md", as_markdown(report))

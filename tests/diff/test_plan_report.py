@@ -5,14 +5,11 @@ import json
 from clusterctl.diff import build_report
 from clusterctl.diff.spec_changes import diff_specs
 from clusterctl.render import render_spec
-from clusterctl.validate import load_text
-from tests.helpers import edited, example_dict, to_yaml
+from tests.helpers import edited, example_dict, spec_of
 
 
 def _build(data):
-    loaded = load_text(to_yaml(data))
-    assert loaded.ok, loaded.findings
-    return render_spec(loaded.spec)[1]
+    return render_spec(spec_of(data))[1]
 
 
 def _report(name, edit):

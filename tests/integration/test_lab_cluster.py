@@ -12,7 +12,6 @@ import os
 import shlex
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -23,7 +22,7 @@ from clusterctl.compile import compile_plan
 from clusterctl.state import ClusterState
 from clusterctl.validate import load_valid
 from tests.conftest import ROOT
-from tests.helpers import clusterctl, needs_root, wait_for
+from tests.helpers import CLI, clusterctl, needs_root, wait_for
 
 pytestmark = [
     pytest.mark.integration,
@@ -200,7 +199,7 @@ def test_killed_up_is_repaired_by_the_next(env, lab):
     plan, access = lab
     # Break a node the way a half-applied change would, then kill `up` while Ansible is converging.
     on(access, plan, "gpu001", "systemctl stop slurmd && rm /etc/slurm/gres.conf")
-    proc = subprocess.Popen([sys.executable, "-m", "clusterctl", "up", SPEC], env=env, stdout=subprocess.PIPE,
+    proc = subprocess.Popen([*CLI, "up", SPEC], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
     time.sleep(20)  # inside the Ansible run (render + lab check take a few seconds)
     os.killpg(proc.pid, signal.SIGKILL)

@@ -4,8 +4,6 @@ Regenerate after an intended change with: UPDATE_GOLDEN=1 pytest tests/render/te
 """
 
 import os
-import subprocess
-import sys
 
 import pytest
 
@@ -13,6 +11,7 @@ from clusterctl.render import render_spec
 from clusterctl.render.write import read_build, write_build
 from clusterctl.validate import load_valid
 from tests.conftest import EXAMPLES, ROOT
+from tests.helpers import clusterctl
 
 GOLDEN = ROOT / "tests" / "golden"
 
@@ -33,8 +32,7 @@ def test_render_twice_same_bytes_in_fresh_processes(path, tmp_path):
     for i, seed in enumerate(("1", "2")):
         out = tmp_path / f"b{i}"
         env = dict(os.environ, PYTHONHASHSEED=seed)
-        subprocess.run([sys.executable, "-m", "clusterctl", "render", str(path), "--dir", str(out)], check=True, env=env,
-                       capture_output=True)
+        clusterctl("render", path, "--dir", out, env=env)
         outs.append({p.relative_to(out): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()})
     assert outs[0] == outs[1]
     assert len(outs[0]) >= 10

@@ -6,13 +6,11 @@ import copy
 
 from clusterctl.render import render_spec
 from clusterctl.validate import load_text
-from tests.helpers import example_dict, to_yaml
+from tests.helpers import example_dict, spec_of, to_yaml
 
 
 def render(data: dict) -> dict[str, str]:
-    r = load_text(to_yaml(data))
-    assert r.ok, r.findings
-    return render_spec(r.spec)[1]
+    return render_spec(spec_of(data))[1]
 
 
 def env_of(text: str) -> dict[str, str]:

@@ -27,6 +27,7 @@ from clusterctl.core import hostlist
 from clusterctl.compile.model import ClusterPlan
 from clusterctl.render import layout, render_spec
 from clusterctl.validate import load_valid
+from tests.helpers import root_missing
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC_1024 = Path(__file__).with_name("scale-1024.yaml")
@@ -36,10 +37,16 @@ FINAL = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEM
 DAEMONS = {"slurmctld": "slurmctld-wlm", "slurmd": "slurmd-wlm", "slurmstepd": "slurmstepd-wlm"}
 
 
+ROOT_WHY = "slurmctld drops to SlurmUser, munged runs as munge"
+
+
 def available() -> str | None:
     """Why the rig cannot run here, or None."""
-    if os.geteuid() != 0:
-        return "needs root (slurmctld drops to SlurmUser, munged runs as munge)"
+    return root_missing(ROOT_WHY) or slurm_missing()
+
+
+def slurm_missing() -> str | None:
+    """Which Slurm/munge programs are not installed, or None."""
     missing = [b for b in ("slurmctld", "slurmd", "munged", "sbatch") if shutil.which(b) is None]
     return f"not installed: {', '.join(missing)} (apt-get install slurmctld slurmd slurm-client munge)" if missing else None
 

@@ -10,9 +10,11 @@ import time
 import pytest
 
 from clusterctl.core import hostlist
+from tests.helpers import needs_root
 from tests.scale import rig as scale
 
-pytestmark = [pytest.mark.slurm, pytest.mark.skipif(scale.available() is not None, reason=str(scale.available()))]
+pytestmark = [pytest.mark.slurm, needs_root(scale.ROOT_WHY),
+              pytest.mark.skipif(scale.slurm_missing() is not None, reason=str(scale.slurm_missing()))]
 
 NODES = 1024
 CLOUD = 256

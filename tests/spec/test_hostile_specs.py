@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import os
 import resource
-import subprocess
-import sys
 
 import pytest
 
 from clusterctl.validate import load_text
+from tests.helpers import clusterctl
 from tests.spec.hostile import big_file_text, corpus
 
 CASES = corpus()
@@ -28,8 +27,7 @@ def _cpu_of_children() -> float:
 
 def _render(spec_file, out_dir, env):
     before = _cpu_of_children()
-    r = subprocess.run([sys.executable, "-m", "clusterctl", "render", str(spec_file), "--dir", str(out_dir)],
-                       capture_output=True, text=True, env=env, timeout=60)
+    r = clusterctl("render", spec_file, "--dir", out_dir, env=env, check=False, timeout=60)
     return r, _cpu_of_children() - before
 
 

@@ -21,8 +21,7 @@ from clusterctl.ops.apply import StalePlan, check_fresh, current_report
 from clusterctl.render import render_spec
 from clusterctl.state import ClusterState
 from clusterctl.state.lock import LockedError
-from clusterctl.validate import load_text
-from tests.helpers import edited, to_yaml
+from tests.helpers import clusterctl, edited, spec_of, to_yaml
 
 BUCKET, PREFIX, ALIAS = "clusterctl-state", "ci/clusters", "alias/clusterctl-state"
 URL = f"s3://{BUCKET}/{PREFIX}"
@@ -44,12 +43,6 @@ def spec_data(count: int = 2, backend: str | None = URL) -> dict:
     return edited("lab.yaml", edit)
 
 
-def spec_of(data: dict):
-    loaded = load_text(to_yaml(data))
-    assert loaded.ok, loaded.findings
-    return loaded.spec
-
-
 def runner(tmp_path, name: str, spec) -> ClusterState:
     return ClusterState.for_spec(spec, tmp_path / name)
 
@@ -61,9 +54,9 @@ def apply_from(state: ClusterState, spec, command: str = "apply") -> str:
 
 
 def cli(*args, state_dir, env_extra=None):
+    """The CLI on one runner: its own state directory, the bucket shared."""
     env = {**os.environ, "CLUSTERCTL_STATE_DIR": str(state_dir), **(env_extra or {})}
-    return subprocess.run([sys.executable, "-m", "clusterctl", *map(str, args)], capture_output=True, text=True,
-                          env=env, timeout=120)
+    return clusterctl(*args, env=env, check=False, timeout=120)
 
 
 def all_objects() -> dict[str, bytes]:

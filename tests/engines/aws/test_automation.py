@@ -21,6 +21,7 @@ from clusterctl.render.cloud import cloud_config
 from clusterctl.state import ClusterState
 from clusterctl.validate import load_valid
 from tests.conftest import example
+from tests.helpers import plan_of
 
 
 def fake_pulumi(bindir, plugins: list[dict]):
@@ -101,7 +102,7 @@ def test_passphrase_file_is_made_once_private(monkeypatch):
 
 
 def test_automation_config_values_parse_back_to_the_rendered_objects():
-    cfg = cloud_config(compile_plan(load_valid(example("aws-p5-spot.yaml"))))
+    cfg = cloud_config(plan_of("aws-p5-spot.yaml"))
     values = automation_config(cfg)
     assert values["aws:region"] == "us-east-1"
     assert json.loads(values["clusterctl:pools"]) == cfg["clusterctl:pools"]

@@ -20,9 +20,7 @@ import yaml
 
 from clusterctl.render.stack_config import StackConfig
 from clusterctl.render.userdata import render_user_data
-from clusterctl.compile import compile_plan
-from clusterctl.validate import load_valid
-from tests.conftest import example
+from tests.helpers import needs_root, plan_of
 
 KEY = bytes(range(256)) * 4  # 1024 bytes, like mungekey's
 
@@ -62,18 +60,13 @@ SHIMS = {
 }
 
 
-def _can_run() -> str | None:
-    if os.geteuid() != 0:
-        return "needs root (unshare of mount and network namespaces)"
-    for tool in ("unshare", "ip", "curl", "mount", "base64"):
-        if shutil.which(tool) is None:
-            return f"{tool} is missing"
-    return None
+MISSING = [tool for tool in ("unshare", "ip", "curl", "mount", "base64") if shutil.which(tool) is None]
 
 
-@pytest.mark.skipif(_can_run() is not None, reason=str(_can_run()))
+@needs_root("unshare of mount and network namespaces")
+@pytest.mark.skipif(bool(MISSING), reason=f"missing: {', '.join(MISSING)}")
 def test_bootstrap_sets_name_hosts_and_munge_key_from_imdsv2_and_ssm(tmp_path):
-    cfg = StackConfig.from_plan(compile_plan(load_valid(example("aws-p5-spot.yaml"))))
+    cfg = StackConfig.from_plan(plan_of("aws-p5-spot.yaml"))
     doc = yaml.safe_load(render_user_data(cfg, "p5"))
     script = next(f["content"] for f in doc["write_files"] if f["path"] == "/usr/local/sbin/clusterctl-bootstrap")
     (tmp_path / "bootstrap.sh").write_text(script)

@@ -16,9 +16,8 @@ from rich.console import Console
 from clusterctl.engines.aws import automation
 from clusterctl.engines.aws.errors import NotConfirmed, PreflightFailed
 from clusterctl.engines.aws.up import cloud_up
-from clusterctl.compile import compile_plan
 from clusterctl.state import ClusterState
-from tests.helpers import edited, load_dict
+from tests.helpers import plan_of
 
 
 @pytest.fixture
@@ -48,12 +47,6 @@ def engine(monkeypatch):
     return calls, seen
 
 
-def plan_with(edit):
-    loaded = load_dict(edited("aws-p5-spot.yaml", edit))
-    assert loaded.ok
-    return compile_plan(loaded.spec)
-
-
 def valid(d):
     ec2 = boto3.client("ec2")
     ami = sorted(i["ImageId"] for i in ec2.describe_images(
@@ -63,7 +56,7 @@ def valid(d):
 
 def test_order_and_outputs(aws, engine):
     calls, seen = engine
-    plan = plan_with(valid)
+    plan = plan_of("aws-p5-spot.yaml", valid)
     confirmed = []
     res = cloud_up(plan, ClusterState(plan.name), confirm=lambda p: calls.append("confirm") or confirmed.append(p) or True,
                    console=Console(file=io.StringIO(), force_terminal=False))
@@ -77,7 +70,7 @@ def test_order_and_outputs(aws, engine):
 
 def test_preflight_errors_stop_before_the_stack_is_touched(aws, engine):
     calls, _ = engine
-    plan = plan_with(lambda d: (valid(d), d["pools"][0].update(ami="ami-0123456789abcdef0")))
+    plan = plan_of("aws-p5-spot.yaml", lambda d: (valid(d), d["pools"][0].update(ami="ami-0123456789abcdef0")))
     with pytest.raises(PreflightFailed) as e:
         cloud_up(plan, ClusterState(plan.name), confirm=lambda p: True)
     assert calls == ["cli", "plugin"]
@@ -86,7 +79,7 @@ def test_preflight_errors_stop_before_the_stack_is_touched(aws, engine):
 
 def test_declined_preview_changes_nothing(aws, engine):
     calls, _ = engine
-    plan = plan_with(valid)
+    plan = plan_of("aws-p5-spot.yaml", valid)
     with pytest.raises(NotConfirmed):
         cloud_up(plan, ClusterState(plan.name), confirm=lambda p: False)
     assert calls == ["cli", "plugin", "open", "preview"]

@@ -11,7 +11,7 @@ import pytest
 
 from clusterctl.engines.aws.policies import shipped_burst_policy
 from tests.engines.aws.pulumi_harness import CLUSTER_ID, run_spec
-from tests.engines.aws.test_pulumi_program import spec_of
+from tests.helpers import spec_of
 
 ROOT = Path(__file__).resolve().parents[3]
 LT = "aws:ec2/launchTemplate:LaunchTemplate"

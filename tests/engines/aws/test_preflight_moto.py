@@ -17,11 +17,9 @@ from clusterctl.catalog import INSTANCE_TYPES
 from clusterctl.engines.aws.preflight import (AwsApi, EfaSupported, ReservationMatches, VcpuQuota, run_preflight)
 from clusterctl.core.findings import Level
 from tests.engines.aws.conftest import REGION
-from tests.helpers import plan_from
+from tests.helpers import plan_of
 
-
-def plan_of(edit):
-    return plan_from("aws-p5-spot.yaml", edit)
+EXAMPLE = "aws-p5-spot.yaml"
 
 
 def moto_ami() -> str:
@@ -59,7 +57,7 @@ def test_type_not_offered_in_the_chosen_az_is_an_error_naming_the_az(aws):
         d["pools"][0].update(instance_type=t, availability_zones=[yes[0], no[0]], ami=ami)
         d["pools"][0].pop("gpus_per_node", None)
 
-    findings = run_preflight(plan_of(edit))
+    findings = run_preflight(plan_of(EXAMPLE, edit))
     errs = errors(findings, "aws-instance-type-offered")
     assert len(errs) == 1, findings
     assert errs[0].path == "pools[0].availability_zones[1]"
@@ -73,7 +71,7 @@ def test_valid_spec_passes(aws):
     def edit(d):
         d["pools"][0].update(availability_zones=azs, ami=ami)
 
-    findings = run_preflight(plan_of(edit))
+    findings = run_preflight(plan_of(EXAMPLE, edit))
     assert errors(findings) == [], [f"{f.path}: {f.message}" for f in errors(findings)]
     # moto has no Service Quotas data for EC2 in us-east-1: the quota is reported as unchecked, never as passed.
     quota = [f for f in findings if f.code == "aws-vcpu-quota"]
@@ -85,25 +83,25 @@ def test_valid_spec_passes(aws):
 def test_unknown_az_is_an_error(aws):
     def edit(d):
         d["pools"][0].update(availability_zones=["us-east-1a", "us-east-1z"], ami=moto_ami())
-    errs = errors(run_preflight(plan_of(edit)), "aws-instance-type-offered")
+    errs = errors(run_preflight(plan_of(EXAMPLE, edit)), "aws-instance-type-offered")
     assert [e.path for e in errs] == ["pools[0].availability_zones[1]"] and "us-east-1z" in errs[0].message
 
 
 def test_missing_ami_is_an_error(aws):
     def edit(d):
         d["pools"][0].update(availability_zones=["us-east-1a"], ami="ami-0123456789abcdef0")
-    errs = errors(run_preflight(plan_of(edit)), "aws-ami")
+    errs = errors(run_preflight(plan_of(EXAMPLE, edit)), "aws-ami")
     assert [e.path for e in errs] == ["pools[0].ami"] and "ami-0123456789abcdef0" in errs[0].message
 
 
 def test_default_debian_image_must_be_findable(aws):
     """moto's image catalogue has no Debian account images: the default-AMI lookup must say so, not pass."""
-    errs = errors(run_preflight(plan_of(lambda d: d["pools"][0].update(availability_zones=["us-east-1a"]))), "aws-ami")
+    errs = errors(run_preflight(plan_of(EXAMPLE, lambda d: d["pools"][0].update(availability_zones=["us-east-1a"]))), "aws-ami")
     assert len(errs) == 1 and "Debian 12" in errs[0].message and errs[0].path == "pools[0].ami"
 
 
 def test_efa_support_comes_from_describe_instance_types(aws):
-    plan = plan_of(lambda d: d["pools"][0].update(availability_zones=["us-east-1a"]))
+    plan = plan_of(EXAMPLE, lambda d: d["pools"][0].update(availability_zones=["us-east-1a"]))
     api = AwsApi()
     assert list(EfaSupported().check(plan, api)) == []  # moto's p5 data: EfaSupported true, 32 network cards
     api._cache[("type", REGION, "p5.48xlarge")] = {"NetworkInfo": {"EfaSupported": False, "MaximumNetworkCards": 32}}
@@ -125,7 +123,7 @@ def test_catalog_eni_layouts_match_aws_instance_type_data(aws):
 
 
 def test_capacity_reservation_api_missing_in_moto_is_a_warning_not_a_pass(aws):
-    plan = plan_of(lambda d: d["pools"][0].update(market="capacity-block", capacity_reservation_id="cr-0123456789abcdef0",
+    plan = plan_of(EXAMPLE, lambda d: d["pools"][0].update(market="capacity-block", capacity_reservation_id="cr-0123456789abcdef0",
                                                   availability_zones=["us-east-1a"], count=2))
     found = list(ReservationMatches().check(plan, AwsApi()))
     assert [(f.level, f.path) for f in found] == [(Level.WARNING, "pools[0].capacity_reservation_id")]
@@ -155,7 +153,7 @@ def reservation(**kw) -> dict:
 
 
 def block_plan(count=4, azs=("us-east-1a",), market="capacity-block"):
-    return plan_of(lambda d: d["pools"][0].update(market=market, capacity_reservation_id="cr-0123456789abcdef0",
+    return plan_of(EXAMPLE, lambda d: d["pools"][0].update(market=market, capacity_reservation_id="cr-0123456789abcdef0",
                                                   availability_zones=list(azs), count=count))
 
 
@@ -192,7 +190,7 @@ def test_scheduled_block_warns_with_its_start_and_active_block_reports_its_end()
 def test_vcpu_quota_too_small_is_an_error_on_the_count():
     api, stub = stubbed_api("service-quotas", "get_service_quota",
                             {"Quota": {"ServiceCode": "ec2", "QuotaCode": "L-7212CCBC", "Value": 384.0}})
-    found = list(VcpuQuota().check(plan_of(lambda d: None), api))  # 16 x p5.48xlarge spot = 3072 vCPUs
+    found = list(VcpuQuota().check(plan_of(EXAMPLE, lambda d: None), api))  # 16 x p5.48xlarge spot = 3072 vCPUs
     stub.assert_no_pending_responses()
     assert [(f.level, f.path) for f in found] == [(Level.ERROR, "pools[0].count")]
     assert "3072" in found[0].message and "384" in found[0].message and "L-7212CCBC" in found[0].message
@@ -203,7 +201,7 @@ def test_vcpu_quota_of_a_fallback_market_is_checked_at_full_size():
                             {"Quota": {"ServiceCode": "ec2", "QuotaCode": "L-7212CCBC", "Value": 4096.0}})
     stub.add_response("get_service_quota", {"Quota": {"ServiceCode": "ec2", "QuotaCode": "L-417A185B", "Value": 384.0}},
                       {"ServiceCode": "ec2", "QuotaCode": "L-417A185B"})
-    elastic = plan_of(lambda d: (d["pools"][0].pop("count"),
+    elastic = plan_of(EXAMPLE, lambda d: (d["pools"][0].pop("count"),
                                  d["pools"][0].update(min=1, max=4, fallback_markets=["on-demand"])))
     found = list(VcpuQuota().check(elastic, api))
     stub.assert_no_pending_responses()

@@ -10,7 +10,7 @@ from clusterctl.ops.drift import cloud_drift
 from clusterctl.engines.aws import automation
 from clusterctl.engines.aws import up as cloud_up_mod
 from clusterctl.state import ClusterState
-from tests.helpers import plan_from
+from tests.helpers import plan_of
 
 
 @pytest.fixture
@@ -23,8 +23,9 @@ def engine(monkeypatch):
     return seen
 
 
-def plan_of(count: int):
-    return plan_from("aws-p5-spot.yaml", lambda d: d["pools"][0].update(count=count))
+def p5_nodes(count: int):
+    """The aws example with `count` nodes in its pool."""
+    return plan_of("aws-p5-spot.yaml", lambda d: d["pools"][0].update(count=count))
 
 
 def pools_config(settings) -> list:
@@ -32,7 +33,7 @@ def pools_config(settings) -> list:
 
 
 def test_plan_previews_its_own_config_and_releases_the_lock(engine):
-    plan = plan_of(17)
+    plan = p5_nodes(17)
     state = ClusterState(plan.name)
     report = cloud_up_mod.cloud_preview(plan, state)
     assert report["checked"] and report["changes"] == {"update": 1}
@@ -41,7 +42,7 @@ def test_plan_previews_its_own_config_and_releases_the_lock(engine):
 
 
 def test_plan_does_not_preview_while_an_apply_holds_the_lock(engine):
-    plan = plan_of(17)
+    plan = p5_nodes(17)
     state = ClusterState(plan.name)
     with state.lock("apply"):
         report = cloud_up_mod.cloud_preview(plan, state)
@@ -51,9 +52,9 @@ def test_plan_does_not_preview_while_an_apply_holds_the_lock(engine):
 
 
 def test_drift_previews_with_the_applied_config(engine):
-    applied = plan_of(16)
+    applied = p5_nodes(16)
     state = ClusterState(applied.name)
-    cloud_up_mod.cloud_preview(plan_of(20), state)  # a PR's plan set 20 nodes in the workspace
+    cloud_up_mod.cloud_preview(p5_nodes(20), state)  # a PR's plan set 20 nodes in the workspace
     report = cloud_drift(applied, state)
     assert report == {"checked": True, "changes": {"update": 1}}
     assert len(pools_config(engine[-1])[0]["static_nodes"]) == 16

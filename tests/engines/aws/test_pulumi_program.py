@@ -16,7 +16,7 @@ from clusterctl.render.stack_config import Runtime
 from clusterctl.render import render_spec
 from tests.engines.aws.pulumi_harness import AMI, CLUSTER_ID, MUNGE_B64, SSH_KEY, run_program, run_spec
 from tests.conftest import ROOT
-from tests.helpers import spec_from
+from tests.helpers import spec_of
 
 LT = "aws:ec2/launchTemplate:LaunchTemplate"
 INSTANCE = "aws:ec2/instance:Instance"
@@ -25,10 +25,6 @@ INGRESS = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"
 EGRESS = "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule"
 PG = "aws:ec2/placementGroup:PlacementGroup"
 CR = "cr-0123456789abcdef0"
-
-
-spec_of = spec_from  # the example spec with an edit, checked valid
-
 
 
 def expected_enis(cards: int) -> list[tuple[int, int, str]]:

@@ -17,10 +17,8 @@ import sys
 import pytest
 
 from clusterctl.engines.aws import automation
-from clusterctl.compile import compile_plan
 from clusterctl.state import ClusterState
-from clusterctl.validate import load_valid
-from tests.conftest import example
+from tests.helpers import plan_of
 
 FAKE = r'''#!{python}
 import json, os, sys
@@ -83,7 +81,7 @@ def _secrets(state: ClusterState, settings) -> list[str]:
 def test_open_preview_up_never_put_a_secret_on_a_command_line(recorded):
     from clusterctl.engines.aws.up import stack_settings
 
-    plan = compile_plan(load_valid(example("aws-p5-spot.yaml")))
+    plan = plan_of("aws-p5-spot.yaml")
     state = ClusterState(plan.name)
     settings = stack_settings(plan, state)
     stack = automation.open_stack(state, settings)
@@ -135,7 +133,7 @@ def test_the_inline_program_gets_the_munge_key_in_process():
     program = automation._inline_program(MUNGE_B64)
     assert MUNGE_B64 not in repr(program)
     # program_from_config reads the stack config: the rendered config, as open_stack sets it
-    plan = compile_plan(load_valid(example("aws-p5-spot.yaml")))
+    plan = plan_of("aws-p5-spot.yaml")
     config = {**automation_config(cloud_config(plan)), "clusterctl:cluster_id": "0123456789abcdef"}
     pulumi.runtime.set_all_config(config)
     try:

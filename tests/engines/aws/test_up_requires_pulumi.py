@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 
 import boto3
 import pytest
 
 from clusterctl.engines.aws.errors import PulumiCliMissing
 from clusterctl.engines.aws.up import cloud_up
-from clusterctl.compile import compile_plan
 from clusterctl.state import ClusterState, state_root
-from clusterctl.validate import load_valid
 from tests.conftest import example
+from tests.helpers import clusterctl, plan_of
 
 HINTS = ("curl -fsSL https://get.pulumi.com | sh", "pulumi plugin install resource aws v")
 
@@ -38,7 +35,7 @@ def test_cloud_up_without_pulumi_fails_first_and_touches_nothing(aws, tmp_path, 
     empty = tmp_path / "bin"
     empty.mkdir()
     monkeypatch.setenv("PATH", str(empty))  # no pulumi (nor anything else) on PATH
-    plan = compile_plan(load_valid(example("aws-p5-spot.yaml")))
+    plan = plan_of("aws-p5-spot.yaml")
     state = ClusterState(plan.name)
     before = aws_footprint()
     calls = []
@@ -55,8 +52,7 @@ def test_clusterctl_up_cli_without_pulumi(aws, tmp_path):
     """The CLI as a user runs it. Skipped (with the reason) until `clusterctl up` calls cloud_up for aws pools."""
     env = dict(os.environ, PATH=str(tmp_path / "nothing"))
     before = aws_footprint()
-    r = subprocess.run([sys.executable, "-m", "clusterctl", "up", str(example("aws-p5-spot.yaml"))],
-                       capture_output=True, text=True, env=env, timeout=120)
+    r = clusterctl("up", example("aws-p5-spot.yaml"), env=env, check=False, timeout=120)
     out = r.stdout + r.stderr
     if "does not include yet" in out:
         pytest.skip("clusterctl/ops/up.py still refuses aws pools; wire cloud_up (see clusterctl/engines/aws/up.py)")

@@ -17,7 +17,7 @@ from clusterctl.render import render_spec
 from clusterctl.render.cloud import cloud_config, vpc_cidr
 from clusterctl.validate import load_valid
 from tests.conftest import example
-from tests.helpers import edited, load_dict
+from tests.helpers import edited, load_dict, plan_of
 
 AWS_EXAMPLES = ["aws-p5-spot.yaml", "hybrid-burst.yaml"]
 SSH_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIB0testkey clusterctl-test"
@@ -69,7 +69,7 @@ def test_bootstrap_script_parses_and_holds_no_secret(text, tmp_path):
 
 
 def test_controller_is_in_etc_hosts_of_the_nodes():
-    plan = compile_plan(load_valid(example("aws-p5-spot.yaml")))
+    plan = plan_of("aws-p5-spot.yaml")
     cfg = StackConfig.from_plan(plan)
     node = render_user_data(cfg, "p5")
     assert 'echo "10.240.240.10 p5spot-ctl # clusterctl" >> /etc/hosts' in node
@@ -97,7 +97,7 @@ def test_reservation_markets_leave_placement_to_the_capacity():
     loaded = load_dict(edited("aws-p5-spot.yaml", edit))
     pool = cloud_config(compile_plan(loaded.spec))["clusterctl:pools"][0]
     assert pool["placement_strategy"] is None
-    pool = cloud_config(compile_plan(load_valid(example("aws-p5-spot.yaml"))))["clusterctl:pools"][0]
+    pool = cloud_config(plan_of("aws-p5-spot.yaml"))["clusterctl:pools"][0]
     assert pool["placement_strategy"] == "cluster"
 
 
@@ -142,7 +142,7 @@ def test_imds_is_root_only_from_early_boot_and_after_reboot(text):
 
 def test_imds_firewall_script_inserts_the_rule_once(tmp_path):
     """The script with a recording `iptables` stand-in: -C fails the first time (rule absent), then succeeds."""
-    cfg = StackConfig.from_plan(compile_plan(load_valid(example("aws-p5-spot.yaml"))))
+    cfg = StackConfig.from_plan(plan_of("aws-p5-spot.yaml"))
     doc = yaml.safe_load(render_user_data(cfg, "p5"))
     script = tmp_path / "fw"
     script.write_text(next(f["content"] for f in doc["write_files"] if f["path"].endswith("clusterctl-imds-firewall")))

@@ -16,6 +16,7 @@ from clusterctl.render import layout, render_spec
 from clusterctl.render.yamlout import load_ansible_yaml
 from clusterctl.validate import load_valid
 from tests.conftest import ROOT, example
+from tests.helpers import CLI, clusterctl
 
 ROLES = ROOT / "playbooks" / "roles"
 ACTIONS = {layout.BURST_RESUME: "resume", layout.BURST_SUSPEND: "suspend", layout.BURST_RESUME_FAIL: "resume-fail"}
@@ -62,8 +63,8 @@ def test_site_yml_runs_the_burst_role_and_the_role_guards_itself():
 
 
 def test_main_cli_has_the_burst_commands():
-    for argv in (["-m", "clusterctl", "burst", "--help"], ["-m", "clusterctl.engines.aws.burst", "--help"]):
-        r = subprocess.run([sys.executable, *argv], capture_output=True, text=True, cwd=ROOT)
+    for argv in ([*CLI, "burst", "--help"], [sys.executable, "-m", "clusterctl.engines.aws.burst", "--help"]):
+        r = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT)
         assert r.returncode == 0, r.stderr
         for cmd in ("resume", "suspend", "resume-fail", "sync"):
             assert cmd in r.stdout
@@ -74,8 +75,7 @@ def test_burst_command_without_a_plan_fails_in_one_logged_line(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "CLUSTERCTL_BURST_"))}
     env.update(CLUSTERCTL_BURST_ENV_FILE=str(tmp_path / "none.env"), CLUSTERCTL_BURST_PLAN=str(tmp_path / "plan.json"),
                CLUSTERCTL_BURST_LOG=str(tmp_path / "burst.log"), CLUSTERCTL_BURST_STATE=str(tmp_path / "state"))
-    r = subprocess.run([sys.executable, "-m", "clusterctl", "burst", "suspend", "cloud[001-002]"], capture_output=True,
-                       text=True, cwd=ROOT, env=env, stdin=subprocess.DEVNULL)
+    r = clusterctl("burst", "suspend", "cloud[001-002]", env=env, check=False, cwd=ROOT, stdin=subprocess.DEVNULL)
     assert r.returncode == 1
     log = (tmp_path / "burst.log").read_text()
     assert "PlanError" in log and "run `clusterctl up` first" in log and "Traceback" not in log

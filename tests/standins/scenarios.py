@@ -1,5 +1,5 @@
-"""Scenarios the lab's stand-in nvidia-smi and dmesg replay (tests/monitoring/standins/), built from the public
-fixtures in fixtures/health/ (SOURCES.md): an 8-GPU node is GPU 0's section of the real 535 `nvidia-smi -q` repeated
+"""Scenarios the lab's stand-in nvidia-smi and dmesg replay (the scripts next to this module), built from the public
+fixtures in tests/fixtures/health/ (SOURCES.md): an 8-GPU node is GPU 0's section of the real 535 `nvidia-smi -q` repeated
 with bus ids 03..0a (derived: only the header and bus fields change), so GPU 3 sits at 0000:06:00, the bus of the
 real XID 79 line. "xid79-gpu3" drops GPU 3 from nvidia-smi and puts that line in the kernel log."""
 
@@ -8,8 +8,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-FIX = Path(__file__).parent / "fixtures" / "health"
-STANDINS = Path(__file__).parent / "standins"
+FIX = Path(__file__).parents[1] / "fixtures" / "health"
+STANDINS = Path(__file__).parent
 STATE = "/var/lib/clusterctl-standin"
 BUSES = [f"{b:02x}" for b in range(3, 11)]
 

@@ -7,7 +7,8 @@ import re
 from clusterctl.core import hostlist
 from clusterctl.ops import check as c
 from clusterctl.ops import stragglers as s
-from tests.monitoring.test_check import Fake, all_reduce_output, by, healthy_onprem, plan_of, probe_out
+from tests.helpers import plan_of
+from tests.ops.checkfakes import Fake, all_reduce_output, by, healthy_onprem, probe_out
 
 
 def slow_node(node: str, fast: float = 45.0, slow: float = 12.0):

@@ -1,4 +1,4 @@
-"""The health program's verdict on real public outputs (tests/monitoring/fixtures/health/SOURCES.md cites each)."""
+"""The health program's verdict on real public outputs (tests/fixtures/health/SOURCES.md cites each)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from tests.conftest import ROOT
 
-FIX = ROOT / "tests" / "monitoring" / "fixtures" / "health"
+FIX = ROOT / "tests" / "fixtures" / "health"
 PROGRAM = ROOT / "playbooks" / "roles" / "health" / "files" / "clusterctl-healthcheck"
 
 
@@ -156,7 +156,7 @@ def test_unnamed_rails_fall_back_to_a_count(hc):
 
 def test_lab_scenarios_verdicts(hc):
     """What the lab's stand-in nvidia-smi replays: healthy passes; XID 79 on GPU 3 drains naming GPU 3 twice over."""
-    from tests.monitoring.standin import scenarios, xid79_line
+    from tests.standins.scenarios import scenarios, xid79_line
 
     sc = scenarios()
     conf = {"EXPECTED_GPUS": "8", "GPU_SOURCE": "devices"}
@@ -173,7 +173,7 @@ class Node:
     """The commands main() runs, answered from a stand-in scenario; scontrol keeps a drain state like slurmctld."""
 
     def __init__(self, scenario):
-        from tests.monitoring.standin import scenarios
+        from tests.standins.scenarios import scenarios
 
         self.sc, self.scenario = scenarios(), scenario
         self.state, self.reason, self.calls = "IDLE", "", []
@@ -290,11 +290,9 @@ def test_dcgm_prolog_passes_a_clean_run(tmp_path):
 
 def test_dcgm_prolog_rendered_only_when_asked():
     from clusterctl.render import render_spec
-    from clusterctl.validate import load_text
-    from tests.helpers import example_dict, to_yaml
+    from tests.helpers import spec_of
 
-    data = example_dict("onprem-64xh100-ib.yaml")
-    assert "Prolog=" not in render_spec(load_text(to_yaml(data)).spec)[1]["slurm/slurm.conf"].replace("TaskProlog=", "")
-    data["scheduler"]["slurm"]["dcgm_prolog"] = True
-    conf = render_spec(load_text(to_yaml(data)).spec)[1]["slurm/slurm.conf"]
+    example = "onprem-64xh100-ib.yaml"
+    assert "Prolog=" not in render_spec(spec_of(example))[1]["slurm/slurm.conf"].replace("TaskProlog=", "")
+    conf = render_spec(spec_of(example, lambda d: d["scheduler"]["slurm"].update(dcgm_prolog=True)))[1]["slurm/slurm.conf"]
     assert "\nProlog=/etc/slurm/clusterctl-prolog\nPrologFlags=Alloc\n" in conf

@@ -9,7 +9,7 @@ Its own lab (cluster `mon`, subnet 10.217.0.0/24, its own state dir) so it never
 - the health check drains a node whose fake GPU device is gone, and SlurmNodeDrained fires with the reason;
 - `clusterctl check` (run_checks) passes with the NCCL row skipped for a stated reason, and fails naming the node
   while its GPU device is missing;
-- with a stand-in nvidia-smi replaying public outputs (tests/monitoring/standin.py), switching a node to "XID 79 on
+- with a stand-in nvidia-smi replaying public outputs (tests/standins/scenarios.py), switching a node to "XID 79 on
   GPU 3" drains it with that reason within one health interval, switching back resumes it, a person's drain stays;
 - with a stand-in all_reduce_perf that reports gpu002 as slow, `clusterctl check` names it and --drain-stragglers
   drains it with the figure in the reason.
@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import time
 
 import pytest
@@ -36,21 +34,13 @@ from clusterctl.render.yamlout import dump_yaml
 from clusterctl.state import ClusterState
 from clusterctl.validate import load_text, load_valid
 from tests.conftest import ROOT
-from tests.helpers import example_dict, to_yaml, wait_for
-from tests.monitoring import standin
+from tests.helpers import clusterctl, example_dict, needs_root, to_yaml, wait_for
+from tests.standins import scenarios
 
 pytestmark = [
     pytest.mark.integration,
-    pytest.mark.skipif(os.geteuid() != 0, reason="lab nodes need root (network namespaces, systemd-nspawn)"),
+    needs_root("lab nodes: network namespaces, systemd-nspawn"),
 ]
-
-
-def clusterctl(*args, env, timeout=1800, check=True):
-    r = subprocess.run([sys.executable, "-m", "clusterctl", *map(str, args)], capture_output=True, text=True, env=env,
-                       timeout=timeout)
-    if check and r.returncode != 0:
-        raise AssertionError(f"clusterctl {' '.join(map(str, args))} -> {r.returncode}\n{r.stdout[-4000:]}\n{r.stderr[-4000:]}")
-    return r
 
 
 @pytest.fixture(scope="module")
@@ -225,10 +215,10 @@ def test_health_check_judges_nvidia_smi_stand_in(lab):
     spec, plan, access, _ = lab
     interval = plan.slurm.health_check_interval
     for n in ("gpu001", "gpu002"):
-        on(access, plan, n, standin.install_script())
+        on(access, plan, n, scenarios.install_script())
     try:
         assert on(access, plan, "gpu001", HEALTH).stdout.strip() == "OK gpu001"  # learns which bus is GPU 3
-        on(access, plan, "gpu001", standin.switch_script("xid79-gpu3"))
+        on(access, plan, "gpu001", scenarios.switch_script("xid79-gpu3"))
         t0 = time.monotonic()
         want = ("clusterctl-health: XID 79 on GPU 3 (0000:06:00): fallen off the bus; "
                 "nvidia-smi lists 7 GPUs, expected 8 (missing GPU 3 (0000:06:00))")
@@ -239,7 +229,7 @@ def test_health_check_judges_nvidia_smi_stand_in(lab):
         metrics = on(access, plan, "gpu001", "cat /var/lib/prometheus/node-exporter/clusterctl-health.prom").stdout
         assert 'clusterctl_gpu_xid_total{xid="79"} 1' in metrics and "clusterctl_health_ok 0" in metrics
 
-        on(access, plan, "gpu001", standin.switch_script("healthy"))
+        on(access, plan, "gpu001", scenarios.switch_script("healthy"))
         t1 = time.monotonic()
         resumed = wait_for(lambda: node_state(access, plan, "gpu001")[0] in ("idle", "mixed", "allocated"), interval + 30, interval=2)
         assert resumed, node_state(access, plan, "gpu001")
@@ -247,22 +237,22 @@ def test_health_check_judges_nvidia_smi_stand_in(lab):
               f"(HealthCheckInterval={interval}s)")
 
         on(access, plan, plan.controller.name, "scontrol update nodename=gpu002 state=drain reason='ops: reseating cables'")
-        on(access, plan, "gpu002", standin.switch_script("xid79-gpu3"))
+        on(access, plan, "gpu002", scenarios.switch_script("xid79-gpu3"))
         assert on(access, plan, "gpu002", HEALTH, check=False).returncode == 1
-        on(access, plan, "gpu002", standin.switch_script("healthy"))
+        on(access, plan, "gpu002", scenarios.switch_script("healthy"))
         assert on(access, plan, "gpu002", HEALTH).returncode == 0
         state, reason = node_state(access, plan, "gpu002")
         assert "drain" in state and reason == "ops: reseating cables"
     finally:
         on(access, plan, plan.controller.name, "scontrol update nodename=gpu002 state=resume", check=False)
         for n in ("gpu001", "gpu002"):
-            on(access, plan, n, f"{standin.REMOVE_SCRIPT} && {HEALTH}", check=False)
+            on(access, plan, n, f"{scenarios.REMOVE_SCRIPT} && {HEALTH}", check=False)
 
 
 def test_check_names_the_slow_node_and_drains_it(lab):
     spec, plan, access, _ = lab
     for n in ("gpu001", "gpu002"):
-        on(access, plan, n, standin.install_script() + "echo gpu002 > /etc/clusterctl-standin/slow-node\n")
+        on(access, plan, n, scenarios.install_script() + "echo gpu002 > /etc/clusterctl-standin/slow-node\n")
     try:
         rows, ok = checks(lab, drain_stragglers=True)
         ranked = {r.node: r for r in rows if r.check == "nccl straggler"}
@@ -277,5 +267,5 @@ def test_check_names_the_slow_node_and_drains_it(lab):
     finally:
         on(access, plan, plan.controller.name, "scontrol update nodename=gpu002 state=resume", check=False)
         for n in ("gpu001", "gpu002"):
-            on(access, plan, n, f"{standin.REMOVE_SCRIPT} && {HEALTH}", check=False)
+            on(access, plan, n, f"{scenarios.REMOVE_SCRIPT} && {HEALTH}", check=False)
 

@@ -14,20 +14,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from clusterctl.compile import compile_plan
 from clusterctl.render.monitoring import metrics as m
 from clusterctl.render.monitoring import render_monitoring
 from clusterctl.render.write import write_build
-from clusterctl.validate import load_valid
 from tests.conftest import EXAMPLES, ROOT
-from tests.helpers import edited, load_dict
+from tests.helpers import plan_of
 
 PROMTOOL = shutil.which("promtool")
 needs_promtool = pytest.mark.skipif(PROMTOOL is None, reason="promtool missing: apt-get install prometheus (Debian package)")
-
-
-def plan_of(path):
-    return compile_plan(load_valid(path))
 
 
 def monitored_examples():
@@ -43,8 +37,7 @@ def test_every_example_monitors():
 
 
 def test_disabled_renders_nothing():
-    data = edited("lab.yaml", lambda d: d.__setitem__("monitoring", {"enabled": False}))
-    assert render_monitoring(compile_plan(load_dict(data).spec)) == {}
+    assert render_monitoring(plan_of("lab.yaml", lambda d: d.__setitem__("monitoring", {"enabled": False}))) == {}
 
 
 @pytest.mark.parametrize("example", monitored_examples(), ids=lambda p: p.stem)
@@ -67,7 +60,7 @@ def test_promtool_accepts_config_and_rules(example, tmp_path):
 
 
 def test_scrape_targets_lab():
-    text = render_monitoring(plan_of(ROOT / "examples" / "lab.yaml"))[m.PROMETHEUS_YML]
+    text = render_monitoring(plan_of("lab.yaml"))[m.PROMETHEUS_YML]
     cfg = yaml.safe_load(text)
     jobs = {j["job_name"]: j for j in cfg["scrape_configs"]}
     assert set(jobs) == {"prometheus", "pushgateway", "node", "slurm"}  # lab nodes: fake GPUs, no dcgm job
@@ -79,13 +72,13 @@ def test_scrape_targets_lab():
 
 
 def test_scrape_targets_onprem_and_cloud():
-    cfg = yaml.safe_load(render_monitoring(plan_of(ROOT / "examples" / "onprem-64xh100-ib.yaml"))[m.PROMETHEUS_YML])
+    cfg = yaml.safe_load(render_monitoring(plan_of("onprem-64xh100-ib.yaml"))[m.PROMETHEUS_YML])
     jobs = {j["job_name"]: j for j in cfg["scrape_configs"]}
     assert len(jobs["dcgm"]["static_configs"]) == 64
     assert jobs["dcgm"]["static_configs"][0] == {"targets": ["10.10.1.1:9400"], "labels": {"node": "gpu001", "pool": "gpu"}}
     assert len(jobs["node"]["static_configs"]) == 65
     # Cloud nodes get their address at launch: file_sd, filled by whoever learns it.
-    cfg = yaml.safe_load(render_monitoring(plan_of(ROOT / "examples" / "hybrid-burst.yaml"))[m.PROMETHEUS_YML])
+    cfg = yaml.safe_load(render_monitoring(plan_of("hybrid-burst.yaml"))[m.PROMETHEUS_YML])
     jobs = {j["job_name"]: j for j in cfg["scrape_configs"]}
     assert jobs["node"]["file_sd_configs"] == [{"files": ["targets/node/burst-*.json"]}]
     assert jobs["dcgm"]["file_sd_configs"] == [{"files": ["targets/dcgm/burst-*.json"]}]
@@ -93,9 +86,9 @@ def test_scrape_targets_onprem_and_cloud():
 
 
 def test_retention_is_a_flag():
-    files = render_monitoring(plan_of(ROOT / "examples" / "lab.yaml"))
+    files = render_monitoring(plan_of("lab.yaml"))
     assert 'ARGS="--storage.tsdb.retention.time=7d ' in files[m.PROMETHEUS_ARGS]
-    files = render_monitoring(plan_of(ROOT / "examples" / "onprem-64xh100-ib.yaml"))
+    files = render_monitoring(plan_of("onprem-64xh100-ib.yaml"))
     assert "--storage.tsdb.retention.time=30d" in files[m.PROMETHEUS_ARGS]
     assert f"-f {m.NODE_DCGM_COUNTERS} -a :9400" in files[m.DCGM_DROPIN]
     assert "DCGM_FI_PROF_GR_ENGINE_ACTIVE," in files[m.DCGM_COUNTERS]
@@ -108,9 +101,8 @@ def rules_of(plan) -> dict:
 
 
 def test_thresholds_come_from_the_spec():
-    data = edited("onprem-64xh100-ib.yaml", lambda d: d["monitoring"].update(
-        {"alerts": {"gpu_util_min_percent": 90, "gpu_util_for_minutes": 7, "ecc_errors_per_hour": 3, "gpu_temp_max_c": 80}}))
-    rules = rules_of(compile_plan(load_dict(data).spec))
+    rules = rules_of(plan_of("onprem-64xh100-ib.yaml", lambda d: d["monitoring"].update(
+        {"alerts": {"gpu_util_min_percent": 90, "gpu_util_for_minutes": 7, "ecc_errors_per_hour": 3, "gpu_temp_max_c": 80}})))
     # DCGM_FI_PROF_GR_ENGINE_ACTIVE is a 0..1 ratio: 90% is 0.9, never the guide's literal 80/90.
     assert "< 0.9)" in rules["GPUStarving"]["expr"] and rules["GPUStarving"]["for"] == "7m"
     assert rules["GPUEccErrors"]["expr"].strip().endswith("[1h])) > 3")
@@ -118,11 +110,11 @@ def test_thresholds_come_from_the_spec():
     assert rules["GPUMissing/gpu"]["expr"] == 'count by (node) (DCGM_FI_DEV_GPU_TEMP{pool="gpu"}) < 8'
     assert 'node_infiniband_state_id{pool="gpu"} == 4' in rules["FabricPortsMissing/gpu"]["expr"]
     assert ") < 8" in rules["FabricPortsMissing/gpu"]["expr"]
-    efa = rules_of(plan_of(ROOT / "examples" / "aws-p5-spot.yaml"))["FabricPortsMissing/p5"]
+    efa = rules_of(plan_of("aws-p5-spot.yaml"))["FabricPortsMissing/p5"]
     assert 'clusterctl_efa_state_id{pool="p5"} == 4' in efa["expr"] and ") < 32" in efa["expr"]
     required = {"GPUStarving", "GPUEccErrors", "GPUTemperatureHigh", "NodeXidErrors", "NodeHealthWarning", "FabricPortDown", "SlurmNodeDrained", "SlurmNodeDown",
                 "ExporterDown"}
-    assert required <= {k.split("/")[0] for k in rules_of(plan_of(ROOT / "examples" / "lab.yaml"))}
+    assert required <= {k.split("/")[0] for k in rules_of(plan_of("lab.yaml"))}
 
 
 # --- the rules on synthetic series (promtool test rules) ---------------------------------------------------------
@@ -277,7 +269,7 @@ tests:
 
 @needs_promtool
 def test_rules_fire_as_intended(tmp_path):
-    (tmp_path / "rules.yml").write_text(render_monitoring(plan_of(ROOT / "examples" / "onprem-64xh100-ib.yaml"))[m.RULES_YML])
+    (tmp_path / "rules.yml").write_text(render_monitoring(plan_of("onprem-64xh100-ib.yaml"))[m.RULES_YML])
     (tmp_path / "tests.yml").write_text(RULE_TESTS)
     r = promtool("test", "rules", "tests.yml", cwd=tmp_path)
     assert r.returncode == 0, r.stdout + r.stderr
@@ -316,9 +308,9 @@ def test_dashboard_has_the_guides_four_panels():
     assert all(m.CHECKPOINT_DURATION in t["expr"] for t in ckpt["targets"])
     assert len({p["id"] for p in d["panels"]}) == 4
     assert all(p["datasource"]["uid"] == "clusterctl-prometheus" for p in d["panels"])
-    ds = yaml.safe_load(render_monitoring(plan_of(ROOT / "examples" / "lab.yaml"))[m.GRAFANA_DATASOURCE])
+    ds = yaml.safe_load(render_monitoring(plan_of("lab.yaml"))[m.GRAFANA_DATASOURCE])
     assert ds["datasources"][0]["uid"] == "clusterctl-prometheus" and ds["datasources"][0]["url"] == "http://localhost:9090"
-    prov = yaml.safe_load(render_monitoring(plan_of(ROOT / "examples" / "lab.yaml"))[m.GRAFANA_DASHBOARD_PROVIDER])
+    prov = yaml.safe_load(render_monitoring(plan_of("lab.yaml"))[m.GRAFANA_DASHBOARD_PROVIDER])
     assert prov["providers"][0]["options"]["path"] == m.NODE_GRAFANA_DASHBOARDS
 
 
