@@ -149,6 +149,11 @@ def recorded_image(state: Backend, pool: str) -> dict | None:
     return json.loads(raw) if raw else None
 
 
+def recorded_images(state: Backend, pools: list[str]) -> dict[str, str]:
+    """pool -> recorded image id, for the pools that have one."""
+    return {p: str(rec["image_id"]) for p in pools if (rec := recorded_image(state, p))}
+
+
 def require_images(state: Backend, pools: list[str]) -> dict[str, str]:
     """The recorded image of every pool, or a clear error naming the pools without one and the command to run.
 
@@ -160,3 +165,13 @@ def require_images(state: Backend, pools: list[str]) -> dict[str, str]:
         raise ImageBuildError(f"no node image recorded for pool(s) {', '.join(missing)}: run `clusterctl image build "
                               f"SPEC --pool {missing[0]}` first (nodes boot the baked image; see DESIGN.md, Images)")
     return {p: str(rec["image_id"]) for p, rec in found.items() if rec}
+
+
+def with_recorded_images(config: dict, images: dict[str, str]) -> dict:
+    """The rendered stack config with each pool's `ami` set to its recorded node image: the launch templates and
+    static instances boot the baked image (the spec's `ami` is the image build's base). A copy; config is untouched."""
+    from clusterctl.render.cloud import PROJECT
+
+    key = f"{PROJECT}:pools"
+    pools = [dict(p, ami=images.get(p["name"], p.get("ami"))) for p in config[key]]
+    return {**config, key: pools}
