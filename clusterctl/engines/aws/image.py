@@ -13,8 +13,10 @@ deregistered, and nothing is recorded: a later `up` never boots a pool from an i
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable
 
 from clusterctl.core.errors import ClusterctlError
@@ -50,6 +52,19 @@ class BuiltImage:
     base_ami: str
     inputs_hash: str
     builder_id: str
+
+
+def inputs_hash(software: dict, base: str, roles_dir: Path, instance_type: str) -> str:
+    """sha256 over what the image is made of: the spec's software versions, the base image, the instance type
+    (driver/EFA choices follow it) and every file of the node roles. A change to any means the recorded image is
+    stale. Deterministic: files in sorted path order, each hashed with its relative path."""
+    h = hashlib.sha256()
+    h.update(json.dumps({"software": software, "base": base, "instance_type": instance_type},
+                        sort_keys=True).encode())
+    for f in sorted(p for p in roles_dir.rglob("*") if p.is_file()):
+        h.update(b"\0" + str(f.relative_to(roles_dir)).encode() + b"\0")
+        h.update(hashlib.sha256(f.read_bytes()).digest())
+    return h.hexdigest()
 
 
 def base_ami_parameter(os_name: str = DEFAULT_BASE_OS, arch: str = "x86_64") -> str:

@@ -117,3 +117,20 @@ def test_unresolvable_dlami_parameter_is_a_clear_error(aws, tmp_path: Path) -> N
                                                   "/aws/service/deeplearning/ami/x86_64/base-oss-nvidia-driver-gpu"):
         img.build_image(ec2, ssm, state, request(subnet, sg, None), lambda a: None, delay=1)
     assert ec2.describe_instances()["Reservations"] == []
+
+
+def test_inputs_hash_follows_versions_base_and_role_files(tmp_path: Path) -> None:
+    roles = tmp_path / "roles"
+    (roles / "efa" / "tasks").mkdir(parents=True)
+    task = roles / "efa" / "tasks" / "main.yml"
+    task.write_text("- name: EFA installer\n")
+    soft = {"nvidia_driver": "570.172.08", "efa_installer": "1.38.1"}
+    first = img.inputs_hash(soft, "ami-0abc12345678def90", roles, "p5.48xlarge")
+    assert first == img.inputs_hash(dict(reversed(list(soft.items()))), "ami-0abc12345678def90", roles, "p5.48xlarge")
+    assert first != img.inputs_hash({**soft, "efa_installer": "1.39.0"}, "ami-0abc12345678def90", roles, "p5.48xlarge")
+    assert first != img.inputs_hash(soft, "ami-0fedcba987654321", roles, "p5.48xlarge")
+    assert first != img.inputs_hash(soft, "ami-0abc12345678def90", roles, "p5en.48xlarge")
+    task.write_text("- name: EFA installer, changed\n")
+    assert first != img.inputs_hash(soft, "ami-0abc12345678def90", roles, "p5.48xlarge")
+    repo_roles = Path(__file__).resolve().parents[3] / "playbooks" / "roles"
+    assert len(img.inputs_hash(soft, "ami-0abc12345678def90", repo_roles, "p5.48xlarge")) == 64
