@@ -31,6 +31,8 @@ class InstanceType:
     efa_only_supported: bool  # p4d predates efa-only ENIs: every card gets a full "efa" ENI
     nvme_disks: int
     nvme_disk_gb: int
+    # EFA RDMA read (GPUDirect RDMA, FI_EFA_USE_DEVICE_RDMA=1): p4d and later P instances; not p3dn/g-family EFA.
+    efa_device_rdma: bool = True
 
     @property
     def efa_supported(self) -> bool:

@@ -17,6 +17,11 @@ TREE_FROM_GPUS = 256
 PER_COLLECTIVE_SINCE = (2, 24)  # NCCL_ALGO="<function>:<algos>" (NCCL 2.24 release; src parseList in tuning)
 GID_AUTO_SINCE = (2, 21)  # NCCL_IB_GID_INDEX=-1 default: NCCL picks the RoCEv2 GID itself
 ROCE_V2_GID_INDEX = "3"  # the RoCEv2/IPv4 GID on ConnectX ports with default GID tables (older NCCL only)
+# Where the EFA installer puts libfabric and aws-ofi-nccl (the installer bundles the plugin since 1.38; newer
+# installers put it under lib/<multiarch>/, older ones under lib/): both are listed, the multiarch one first.
+# awsome-distributed-training's nccl-tests sbatch uses /opt/amazon/ofi-nccl/lib/$(uname -m)-linux-gnu.
+EFA_LIB_DIRS = ("/opt/amazon/ofi-nccl/lib/x86_64-linux-gnu", "/opt/amazon/ofi-nccl/lib", "/opt/amazon/efa/lib")
+OFI_TUNER = "/opt/amazon/ofi-nccl/lib/x86_64-linux-gnu/libnccl-ofi-tuner.so"
 
 
 @dataclass(frozen=True)
@@ -53,6 +58,9 @@ def nccl_env(spec: ClusterSpec, pool) -> NcclEnv:
     span, where = job_span(spec, pool)
     if cfg.algo != "auto":
         put("NCCL_ALGO", cfg.algo, "nccl.algo in the spec (NCCL's docs call a global NCCL_ALGO a debugging knob)")
+    elif fab.type == "efa":
+        notes.append(("", f"NCCL_ALGO unset: EFA pool, aws-ofi-nccl's tuner chooses algorithm and protocol (the "
+                          f"largest job here, {where}, spans {span} GPUs)"))
     elif span < TREE_FROM_GPUS:
         notes.append(("", f"NCCL_ALGO unset: the largest job here ({where}) spans {span} GPUs, below the guide's "
                           f"{TREE_FROM_GPUS}; NCCL's tuner chooses (NVLS on NVSwitch systems)"))
@@ -70,9 +78,7 @@ def nccl_env(spec: ClusterSpec, pool) -> NcclEnv:
     if fab.type in ("infiniband", "roce"):
         _rdma(spec, fab, version, put, notes)
     elif fab.type == "efa":
-        put("FI_PROVIDER", "efa", "aws-ofi-nccl over libfabric's EFA provider")
-        put("FI_EFA_USE_DEVICE_RDMA", "1", "GPUDirect RDMA over EFA (p4d and later)")
-        put("FI_EFA_FORK_SAFE", "1", "data loaders fork; libfabric must tolerate it")
+        _efa(pool, put, notes)
     else:
         put("NCCL_IB_DISABLE", "1", f"fabric {fab.type}: no RDMA devices, NCCL uses sockets")
     if fab.interface:
@@ -84,6 +90,23 @@ def nccl_env(spec: ClusterSpec, pool) -> NcclEnv:
     last = {k: why for k, why in notes if k}
     ordered = [(k, why) for k, why in notes if not k] + [(k, last[k]) for k in env]
     return NcclEnv(tuple(env.items()), tuple(ordered))
+
+
+def _efa(pool, put, notes) -> None:
+    """aws-ofi-nccl over libfabric's EFA provider: make the plugin and its tuner findable, leave the algorithm to it."""
+    it = eff.instance_type(pool)
+    put("LD_LIBRARY_PATH", ":".join(EFA_LIB_DIRS),
+        "aws-ofi-nccl (libnccl-net.so) and libfabric from the EFA installer; without them NCCL silently falls back to "
+        "NET/Socket. The TaskProlog prepends this to the job's own LD_LIBRARY_PATH")
+    put("NCCL_TUNER_PLUGIN", OFI_TUNER,
+        "aws-ofi-nccl's algorithm/protocol tuner for AWS (aws-ofi-nccl wiki: Algorithm-and-Protocol-Tuner-for-AWS); "
+        "it chooses per message size and rank count, so NCCL_ALGO/NCCL_PROTO stay unset here")
+    put("FI_PROVIDER", "efa", "aws-ofi-nccl over libfabric's EFA provider")
+    if it is not None and it.efa_device_rdma:
+        put("FI_EFA_USE_DEVICE_RDMA", "1", f"GPUDirect RDMA over EFA: {it.name} supports RDMA read (p4d and later)")
+    else:
+        notes.append(("", "FI_EFA_USE_DEVICE_RDMA unset: the instance type is not known to support EFA RDMA read"))
+    put("FI_EFA_FORK_SAFE", "1", "data loaders fork; libfabric must tolerate it")
 
 
 def _rdma(spec, fab, version, put, notes) -> None:

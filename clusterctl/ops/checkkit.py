@@ -160,6 +160,38 @@ def parse_all_reduce(text: str) -> dict:
             "avg_busbw": float(avg.group(1)) if avg else None}
 
 
+# NCCL_DEBUG=INFO lines naming the network NCCL chose: "Using network <name>" (NCCL 2.x init), rings/channels
+# "via NET/<name>/<dev>", the plugin's "NET/OFI Selected Provider is efa", and the socket transport's own init line
+# "NET/Socket : Using [0]eth0:..." (printed only when NCCL initialises sockets, i.e. plugin and IB both failed).
+_NET_USING = re.compile(r"NCCL INFO Using network (\S[^\n]*?)\s*$", re.M)
+_NET_VIA = re.compile(r"\bvia NET/([^/\n]+)/")
+_NET_OFI = re.compile(r"NCCL INFO NET/OFI Selected Provider is ")
+_NET_SOCKET_INIT = re.compile(r"NCCL INFO NET/Socket : Using ")
+RDMA_FABRICS = ("efa", "infiniband", "roce")
+
+
+def nccl_networks(text: str) -> set[str]:
+    """The NCCL network(s) an NCCL_DEBUG=INFO log shows in use: "Socket", "IB", "Libfabric", "AWS Libfabric"."""
+    nets = {m.strip() for m in _NET_USING.findall(text)} | {m.strip() for m in _NET_VIA.findall(text)}
+    if _NET_OFI.search(text):
+        nets.add("Libfabric")
+    if _NET_SOCKET_INIT.search(text):
+        nets.add("Socket")
+    return nets
+
+
+def network_verdict(fabric: str, text: str) -> str | None:
+    """Why this NCCL log fails a pool on an RDMA fabric (it fell back to sockets), else None. A log naming no network
+    (NCCL_DEBUG_FILE redirected it) proves nothing either way and is left to the bandwidth figure."""
+    if fabric not in RDMA_FABRICS:
+        return None
+    if "Socket" in nccl_networks(text):
+        plugin = "aws-ofi-nccl (NET/OFI) was not loaded" if fabric == "efa" else "NET/IB found no usable device"
+        return (f"NCCL fell back to NET/Socket on a {fabric} fabric: {plugin}; the run is TCP, not RDMA "
+                "(check LD_LIBRARY_PATH in the pool's NCCL env and the TaskProlog)")
+    return None
+
+
 # --- the checks -----------------------------------------------------------------------------------------------
 
 def _safe(run: Runner, node: Node, command: str, timeout: float) -> CommandResult:
@@ -309,8 +341,11 @@ def run_all_reduce(plan: ClusterPlan, pool: PoolPlan, run: Runner, nodes: list[N
     part = _partition_for(plan, names)
     g = pool.gpus_per_node
     tasks, per_task = tasks_per_node(pool, nodes)
-    cmd = (f"timeout 900 srun{' -p ' + part if part else ''} -w {where} -N {len(names)} --ntasks-per-node={tasks} "
-           f"--gres=gpu:{g}{mpi_opt} --immediate=120 --time=15 {NCCL_TESTS} -b 256M -e 8G -f 2 -g {per_task} -c 0 -n 20")
+    # NCCL_DEBUG=INFO (init and net only) so the log names the network: srun passes the caller's environment on
+    # (--export=ALL, its default) and the TaskProlog leaves a NCCL_DEBUG the job already has alone.
+    cmd = (f"NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET timeout 900 srun{' -p ' + part if part else ''} -w {where} "
+           f"-N {len(names)} --ntasks-per-node={tasks} --gres=gpu:{g}{mpi_opt} --immediate=120 --time=15 "
+           f"{NCCL_TESTS} -b 256M -e 8G -f 2 -g {per_task} -c 0 -n 20")
     r = _safe(run, plan.controller, cmd, 930)
     if r.rc != 0:
         return None, f"all_reduce_perf failed: {_last_line(r)}"
@@ -321,6 +356,10 @@ def run_all_reduce(plan: ClusterPlan, pool: PoolPlan, run: Runner, nodes: list[N
                       "nccl-tests must be built with MPI=1 to span nodes")
     if res["busbw"] is None:
         return None, "no bandwidth figures in all_reduce_perf's output"
+    fell_back = network_verdict(pool.fabric, r.stdout)
+    if fell_back:
+        return None, fell_back
+    res["networks"] = sorted(nccl_networks(r.stdout))
     return res, ""
 
 
@@ -345,6 +384,8 @@ def nccl_row(plan: ClusterPlan, pool: PoolPlan, run: Runner, nodes: list[Node], 
         return CheckRow(name, where, FAIL, error)
     expected, source = expected_busbw_gbs(pool)
     got = f"bus bandwidth {res['busbw']:.1f} GB/s at {res['size'] / 2**30:g} GiB over {len(names) * pool.gpus_per_node} GPUs"
+    if res.get("networks"):
+        got += f" via NET/{', NET/'.join(res['networks'])}"
     if expected is None:
         return CheckRow(name, where, PASS, f"{got}; no reference figure ({source})")
     ok = res["busbw"] >= tolerance * expected

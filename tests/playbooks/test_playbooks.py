@@ -33,3 +33,43 @@ def test_roles_use_builtin_modules_only():
 def test_every_yaml_parses():
     for f in (ROOT / "playbooks").rglob("*.yml"):
         yaml.safe_load(f.read_text())
+
+
+# (earlier, later): the first role must run before the second wherever a playbook runs both on the same hosts.
+ROLE_ORDER = (
+    ("nvidia_driver", "efa"),  # aws-ofi-nccl / GPUDirect RDMA over EFA need the driver installed first
+    ("nvidia_driver", "cuda"),
+    ("cuda", "nccl"),
+)
+
+
+def _role_name(entry: str | dict) -> str:
+    return entry if isinstance(entry, str) else entry.get("role") or entry.get("name")
+
+
+def roles_in_order(playbook: Path) -> list[tuple[str, str]]:
+    """(hosts, role) in the order Ansible runs them, following import_playbook."""
+    out: list[tuple[str, str]] = []
+    for play in yaml.safe_load(playbook.read_text()) or []:
+        if "import_playbook" in play:
+            out += roles_in_order(playbook.parent / play["import_playbook"])
+            continue
+        out += [(str(play.get("hosts")), _role_name(r)) for r in play.get("roles") or []]
+    return out
+
+
+@pytest.mark.parametrize("playbook", PLAYBOOKS, ids=lambda p: p.name)
+def test_role_order(playbook: Path) -> None:
+    order = roles_in_order(playbook)
+    for first, then in ROLE_ORDER:
+        for hosts, role in order:
+            if role != then:
+                continue
+            earlier = [r for h, r in order[:order.index((hosts, role))] if h in (hosts, "all")]
+            later = [r for h, r in order[order.index((hosts, role)):] if h in (hosts, "all")]
+            assert first not in later or first in earlier, f"{playbook.name}: {first} must run before {then} on {hosts}"
+
+
+def test_site_installs_the_driver_before_the_efa_installer() -> None:
+    names = [r for _, r in roles_in_order(ROOT / "playbooks" / "site.yml")]
+    assert names.index("nvidia_driver") < names.index("efa") < names.index("nccl")

@@ -88,7 +88,7 @@ def test_efa_pool():
     text = render(example_dict("aws-p5-spot.yaml"))["nccl/p5.env"]
     env = env_of(text)
     assert env["FI_PROVIDER"] == "efa" and "NCCL_IB_HCA" not in env and "NCCL_ALGO" not in env
-    assert "# FI_EFA_USE_DEVICE_RDMA: GPUDirect RDMA over EFA (p4d and later)" in text
+    assert "# FI_EFA_USE_DEVICE_RDMA: GPUDirect RDMA over EFA: p5.48xlarge supports RDMA read (p4d and later)" in text
 
 
 def test_explicit_spec_values_win_with_their_reason():
@@ -105,3 +105,29 @@ def test_hca_names_are_allow_listed():
     for bad in ("mlx5_0;reboot", "MLX5_0", "mlx5_0 mlx5_1", "mlx5_0:1:2", "mlx5_0\nX=1"):
         data["fabric"]["hcas"] = [bad]
         assert not load_text(to_yaml(data)).ok, bad
+
+
+def test_p5_efa_env_makes_aws_ofi_nccl_findable_and_forces_no_algorithm():
+    text = render(example_dict("aws-p5-spot.yaml"))["nccl/p5.env"]
+    env = env_of(text)
+    paths = env["LD_LIBRARY_PATH"].split(":")
+    assert paths[0] == "/opt/amazon/ofi-nccl/lib/x86_64-linux-gnu"
+    assert "/opt/amazon/ofi-nccl/lib" in paths and "/opt/amazon/efa/lib" in paths
+    assert env["NCCL_TUNER_PLUGIN"] == "/opt/amazon/ofi-nccl/lib/x86_64-linux-gnu/libnccl-ofi-tuner.so"
+    assert env["FI_PROVIDER"] == "efa" and env["FI_EFA_USE_DEVICE_RDMA"] == "1"
+    assert "NCCL_ALGO" not in env and "NCCL_PROTO" not in env
+    assert "# NCCL_TUNER_PLUGIN: aws-ofi-nccl's algorithm/protocol tuner" in text
+    assert "# FI_EFA_USE_DEVICE_RDMA: GPUDirect RDMA over EFA: p5.48xlarge" in text
+
+
+def test_efa_pool_spanning_512_gpus_still_leaves_the_algorithm_to_the_tuner():
+    data = example_dict("aws-p5-spot.yaml")
+    data["pools"][0]["count"] = 64  # 512 GPUs: a RoCE/IB pool this size gets NCCL_ALGO=allreduce:^ring
+    text = render(data)["nccl/p5.env"]
+    assert "NCCL_ALGO" not in env_of(text)
+    assert "aws-ofi-nccl's tuner chooses" in text and "spans 512 GPUs" in text
+
+
+def test_non_efa_pool_has_no_efa_library_path():
+    env = env_of(render(example_dict("onprem-64xh100-ib.yaml"))["nccl/gpu.env"])
+    assert "LD_LIBRARY_PATH" not in env and "NCCL_TUNER_PLUGIN" not in env

@@ -41,7 +41,11 @@ def test_multifactor_priority_with_fair_share_when_accounting_on():
 
 def test_without_accounting_no_fair_share_weights():
     """Fair share and age need slurmdbd (slurm.conf(5)); without it only the partition factor is set."""
-    _, files = build("lab.yaml")
+    def no_accounting(d):
+        d["scheduler"]["slurm"].pop("accounts")
+        d["scheduler"]["slurm"]["accounting"] = {"enabled": False}
+
+    _, files = build("lab.yaml", no_accounting)
     conf = files[layout.SLURM_CONF]
     assert conf_value(conf, "PriorityType") == "priority/multifactor"
     assert conf_value(conf, "PriorityWeightFairshare") is None and conf_value(conf, "PriorityWeightAge") is None

@@ -3,6 +3,7 @@
 Order of cloud_up, each step only after the previous one passed:
   require the pulumi CLI (and the aws plugin)  -> nothing touched yet, not even the state dir
   preflight with boto3                          -> account checks; errors stop here, nothing created
+  recorded node images                          -> every aws pool needs one (`clusterctl image build`); else stop
   preview                                       -> what the stack will create/update/delete
   confirm callback                              -> the user (or --yes) agrees to exactly that preview
   up                                            -> resources created
@@ -99,15 +100,24 @@ def _progress(console, title: str, quiet: bool, on_event: Callable | None):
         yield both
 
 
-def stack_settings(plan: ClusterPlan, state: ClusterState, admin_cidr: str | None = None):
-    """The stack config of this build plus the runtime settings (admin key, munge key, admin CIDR, cluster id)."""
+def stack_settings(plan: ClusterPlan, state: ClusterState, admin_cidr: str | None = None,
+                   images: dict[str, str] | None = None):
+    """The stack config of this build plus the runtime settings (admin key, munge key, admin CIDR, cluster id).
+    images: pool -> the node image `clusterctl image build` recorded, which the pools' templates boot; None reads
+    what the state holds (drift and plan previews compare against the same images `up` used)."""
     from clusterctl.state.secrets import ensure_cluster_id
     from clusterctl.engines.aws import automation
+    from clusterctl.engines.aws.image import recorded_images, with_recorded_images
     from clusterctl.render.cloud import cloud_config
 
     _, public_key = ensure_ssh_key(state)
+    if images is None:
+        images = recorded_images(state.backend, [p.name for p in plan.aws_pools])
+    config = cloud_config(plan)
+    if images and config is not None:
+        config = with_recorded_images(config, images)
     return automation.StackSettings(
-        cluster=plan.name, config=cloud_config(plan), backend=automation.backend_url(state, plan.pulumi_backend),
+        cluster=plan.name, config=config, backend=automation.backend_url(state, plan.pulumi_backend),
         munge_key_b64=_munge_b64(state), cluster_id=ensure_cluster_id(state), ssh_public_key=public_key,
         admin_cidr=admin_cidr or os.environ.get(ADMIN_CIDR_ENV) or None)
 
@@ -121,6 +131,7 @@ def cloud_up(plan: ClusterPlan, state: ClusterState, *, confirm: Callable[[objec
     PreflightFailed (findings attached), NotConfirmed or CloudError; in the first two cases nothing was touched.
     """
     from clusterctl.engines.aws import automation
+    from clusterctl.engines.aws.image import recorded_images
     from clusterctl.engines.aws.preflight import run_preflight
 
     pulumi_bin = automation.require_pulumi_cli()
@@ -134,7 +145,9 @@ def cloud_up(plan: ClusterPlan, state: ClusterState, *, confirm: Callable[[objec
         raise PreflightFailed(f"the AWS account cannot host {plan.name} as specified ({len(errors)} error(s)); nothing was created",
                               findings)
 
-    stack = automation.open_stack(state, stack_settings(plan, state, admin_cidr))
+    # A pool with a recorded node image boots it; the others boot their spec image and converge at boot.
+    images = recorded_images(state.backend, [p.name for p in plan.aws_pools])
+    stack = automation.open_stack(state, stack_settings(plan, state, admin_cidr, images))
 
     with _progress(console, f"previewing {plan.name} (aws)", quiet, on_event) as cb:
         preview = automation.preview(stack, on_event=cb)

@@ -15,6 +15,7 @@ from rich.console import Console
 
 from clusterctl.engines.aws import automation
 from clusterctl.engines.aws.errors import NotConfirmed, PreflightFailed
+from clusterctl.engines.aws.image import BuiltImage, record_image
 from clusterctl.engines.aws.up import cloud_up
 from clusterctl.state import ClusterState
 from tests.helpers import plan_of
@@ -54,11 +55,21 @@ def valid(d):
     d["pools"][0].update(availability_zones=["us-east-1a"], ami=ami, count=2)
 
 
+BAKED = "ami-0baked0000000001"
+
+
+def with_image(plan) -> ClusterState:
+    """The cluster's state with the p5 pool's node image recorded, as `clusterctl image build` leaves it."""
+    state = ClusterState(plan.name)
+    record_image(state.backend, "p5", BuiltImage(BAKED, "ami-0base00000000001", "cd" * 32, "i-builder"))
+    return state
+
+
 def test_order_and_outputs(aws, engine):
     calls, seen = engine
     plan = plan_of("aws-p5-spot.yaml", valid)
     confirmed = []
-    res = cloud_up(plan, ClusterState(plan.name), confirm=lambda p: calls.append("confirm") or confirmed.append(p) or True,
+    res = cloud_up(plan, with_image(plan), confirm=lambda p: calls.append("confirm") or confirmed.append(p) or True,
                    console=Console(file=io.StringIO(), force_terminal=False))
     assert calls == ["cli", "plugin", "open", "preview", "confirm", "up"]
     assert confirmed[0].changes == {"create": 40}
@@ -66,6 +77,15 @@ def test_order_and_outputs(aws, engine):
     s = seen["settings"]
     assert s.cluster == "p5spot" and s.config["clusterctl:pools"][0]["market"] == "spot"
     assert len(base64.b64decode(s.munge_key_b64)) == 1024 and s.ssh_public_key.startswith("ssh-ed25519 ")
+    assert s.config["clusterctl:pools"][0]["ami"] == BAKED  # the pool boots the recorded node image
+
+
+def test_up_without_a_recorded_image_boots_the_spec_image(aws, engine):
+    calls, seen = engine
+    plan = plan_of("aws-p5-spot.yaml", valid)
+    cloud_up(plan, ClusterState(plan.name), confirm=lambda p: True)
+    assert calls == ["cli", "plugin", "open", "preview", "up"]
+    assert seen["settings"].config["clusterctl:pools"][0]["ami"] == plan.aws_pools[0].ami
 
 
 def test_preflight_errors_stop_before_the_stack_is_touched(aws, engine):
@@ -81,5 +101,5 @@ def test_declined_preview_changes_nothing(aws, engine):
     calls, _ = engine
     plan = plan_of("aws-p5-spot.yaml", valid)
     with pytest.raises(NotConfirmed):
-        cloud_up(plan, ClusterState(plan.name), confirm=lambda p: False)
+        cloud_up(plan, with_image(plan), confirm=lambda p: False)
     assert calls == ["cli", "plugin", "open", "preview"]

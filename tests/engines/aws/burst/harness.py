@@ -208,7 +208,8 @@ def az_subnets(lab_subnet: str, azs: list[str]) -> dict[str, str]:
 CLUSTER_ID = "00c0ffee00c0ffee"  # the moto tests' cluster id (the lab passes its state's)
 
 
-def create_stack(ec2, plan, pool_name: str, cluster_id: str = CLUSTER_ID) -> CloudStack:
+def create_stack(ec2, plan, pool_name: str, cluster_id: str = CLUSTER_ID, image_id: str | None = None) -> CloudStack:
+    """image_id: the AMI the launch template boots (the pool's recorded node image); default any amazon x86_64 one."""
     from clusterctl.engines.aws import launch
     from clusterctl.render.stack_config import CLUSTER_ID_TAG, StackConfig
 
@@ -228,7 +229,7 @@ def create_stack(ec2, plan, pool_name: str, cluster_id: str = CLUSTER_ID) -> Clo
         subnets[az] = s["Subnet"]["SubnetId"]
     sg = ec2.create_security_group(GroupName=f"{cluster}-efa", Description="EFA: all traffic within the group",
                                    VpcId=vpc_id, TagSpecifications=spec("security-group", [{"Key": "Name", "Value": f"{cluster}-efa"}]))
-    image = sorted(i["ImageId"] for i in ec2.describe_images(
+    image = image_id or sorted(i["ImageId"] for i in ec2.describe_images(
         Owners=["amazon"], Filters=[{"Name": "architecture", "Values": ["x86_64"]}])["Images"])[0]
     data = launch.launch_template_data(pool, image_id=image, subnet_id=subnets[pool.availability_zones[0]],
                                        security_group_ids=[sg["GroupId"]], user_data="#cloud-config\n{}\n")

@@ -1,0 +1,179 @@
+"""`clusterctl image build` for aws pools: a builder instance from the base image, converged by the node roles, then
+`CreateImage`, waited until available, and the image id recorded in the cluster's state.
+
+The base image defaults to AWS's Deep Learning Base OSS Nvidia Driver GPU AMI, resolved through its public SSM
+parameter `/aws/service/deeplearning/ami/$architecture/$ami_type/latest/ami-id` ("Finding the ID of a DLAMI",
+https://docs.aws.amazon.com/dlami/latest/devguide/find-dlami-id.html: ami_type is the AMI's name without "deep",
+"learning" and "ami"). A user-named AMI skips the lookup. Either way a DescribeImages preflight checks that the image
+exists and is available in the region before any instance is launched.
+
+The builder is terminated in `finally`, whatever happened. On any failure after `CreateImage` the half image is
+deregistered, and nothing is recorded: a later `up` never boots a pool from an image whose converge failed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from clusterctl.core.errors import ClusterctlError
+from clusterctl.state.backend import Backend
+
+DLAMI_PARAMETER = "/aws/service/deeplearning/ami/{arch}/base-oss-nvidia-driver-gpu-{os}/latest/ami-id"
+DEFAULT_BASE_OS = "ubuntu-22.04"
+RECORD = "image-{pool}.json"  # a plain (non-secret) object of the cluster's state, one per pool
+
+
+class ImageBuildError(ClusterctlError):
+    """The image could not be built (base image missing, builder or converge failed, image never available)."""
+
+
+@dataclass(frozen=True)
+class BuildRequest:
+    cluster_id: str
+    pool: str
+    region: str
+    instance_type: str  # the builder's type
+    subnet_id: str
+    security_group_ids: tuple[str, ...]
+    inputs_hash: str  # roles, versions and base image: a change means a stale image
+    base_ami: str | None = None  # the user's AMI; None resolves the DLAMI through SSM
+    base_os: str = DEFAULT_BASE_OS
+    arch: str = "x86_64"
+    key_name: str | None = None
+
+
+@dataclass(frozen=True)
+class BuiltImage:
+    image_id: str
+    base_ami: str
+    inputs_hash: str
+    builder_id: str
+
+
+def inputs_hash(software: dict, base: str, roles_dir: Path, instance_type: str) -> str:
+    """sha256 over what the image is made of: the spec's software versions, the base image, the instance type
+    (driver/EFA choices follow it) and every file of the node roles. A change to any means the recorded image is
+    stale. Deterministic: files in sorted path order, each hashed with its relative path."""
+    h = hashlib.sha256()
+    h.update(json.dumps({"software": software, "base": base, "instance_type": instance_type},
+                        sort_keys=True).encode())
+    for f in sorted(p for p in roles_dir.rglob("*") if p.is_file()):
+        h.update(b"\0" + str(f.relative_to(roles_dir)).encode() + b"\0")
+        h.update(hashlib.sha256(f.read_bytes()).digest())
+    return h.hexdigest()
+
+
+def base_ami_parameter(os_name: str = DEFAULT_BASE_OS, arch: str = "x86_64") -> str:
+    return DLAMI_PARAMETER.format(arch=arch, os=os_name)
+
+
+def resolve_base_ami(ssm: Any, req: BuildRequest) -> str:
+    """The user's AMI, or the DLAMI's current id from its public SSM parameter."""
+    if req.base_ami:
+        return req.base_ami
+    name = base_ami_parameter(req.base_os, req.arch)
+    try:
+        return str(ssm.get_parameter(Name=name)["Parameter"]["Value"])
+    except Exception as e:  # botocore ClientError (ParameterNotFound, AccessDenied): said plainly
+        raise ImageBuildError(f"cannot resolve the base image from SSM parameter {name} in {req.region}: {e}") from e
+
+
+def preflight_base(ec2: Any, ami: str, region: str) -> dict:
+    """DescribeImages: the base image exists here and is available."""
+    try:
+        images = ec2.describe_images(ImageIds=[ami])["Images"]
+    except Exception as e:
+        raise ImageBuildError(f"base image {ami} does not exist in {region} (or is not shared with you): {e}") from e
+    if not images:
+        raise ImageBuildError(f"base image {ami} does not exist in {region} (or is not shared with you)")
+    if images[0].get("State") != "available":
+        raise ImageBuildError(f"base image {ami} is {images[0].get('State')}, not available")
+    return images[0]
+
+
+def _tags(req: BuildRequest, role: str) -> list[dict]:
+    return [{"Key": "clusterctl:cluster", "Value": req.cluster_id}, {"Key": "clusterctl:pool", "Value": req.pool},
+            {"Key": "clusterctl:inputs", "Value": req.inputs_hash}, {"Key": "clusterctl:role", "Value": role}]
+
+
+def launch_builder(ec2: Any, req: BuildRequest, base: str) -> str:
+    args: dict[str, Any] = dict(
+        ImageId=base, InstanceType=req.instance_type, MinCount=1, MaxCount=1, SubnetId=req.subnet_id,
+        SecurityGroupIds=list(req.security_group_ids),
+        MetadataOptions={"HttpTokens": "required", "HttpEndpoint": "enabled"},
+        TagSpecifications=[{"ResourceType": "instance", "Tags": _tags(req, "image-builder")}])
+    if req.key_name:
+        args["KeyName"] = req.key_name
+    return str(ec2.run_instances(**args)["Instances"][0]["InstanceId"])
+
+
+def wait_running(ec2: Any, instance_id: str, delay: int = 15) -> str:
+    """Wait for the builder to run; its private address (the converge's SSH target)."""
+    ec2.get_waiter("instance_running").wait(InstanceIds=[instance_id], WaiterConfig={"Delay": delay, "MaxAttempts": 80})
+    inst = ec2.describe_instances(InstanceIds=[instance_id])["Reservations"][0]["Instances"][0]
+    address = inst.get("PrivateIpAddress")
+    if not address:
+        raise ImageBuildError(f"builder {instance_id} is running without a private address")
+    return str(address)
+
+
+def wait_available(ec2: Any, image_id: str, delay: int = 15) -> None:
+    ec2.get_waiter("image_available").wait(ImageIds=[image_id], WaiterConfig={"Delay": delay, "MaxAttempts": 120})
+
+
+def build_image(ec2: Any, ssm: Any, state: Backend, req: BuildRequest, converge: Callable[[str], None],
+                wait_image: Callable[[Any, str], None] = wait_available, delay: int = 15) -> BuiltImage:
+    """Base image -> builder -> converge(address) -> CreateImage -> available -> recorded. The builder always ends."""
+    base = resolve_base_ami(ssm, req)
+    preflight_base(ec2, base, req.region)
+    builder = launch_builder(ec2, req, base)
+    image_id: str | None = None
+    try:
+        try:
+            converge(wait_running(ec2, builder, delay))
+        except Exception as e:
+            raise ImageBuildError(f"converging the image builder {builder} for pool {req.pool} failed: {e}") from e
+        image_id = str(ec2.create_image(
+            InstanceId=builder, Name=f"clusterctl-{req.cluster_id}-{req.pool}-{req.inputs_hash[:12]}",
+            Description=f"clusterctl node image for pool {req.pool} (inputs {req.inputs_hash})",
+            TagSpecifications=[{"ResourceType": "image", "Tags": _tags(req, "node-image")}])["ImageId"])
+        wait_image(ec2, image_id)
+        built = BuiltImage(image_id, base, req.inputs_hash, builder)
+        record_image(state, req.pool, built)
+        return built
+    except BaseException:
+        if image_id is not None:
+            ec2.deregister_image(ImageId=image_id)
+        raise
+    finally:
+        ec2.terminate_instances(InstanceIds=[builder])
+
+
+def record_image(state: Backend, pool: str, built: BuiltImage) -> None:
+    data = {"image_id": built.image_id, "base_ami": built.base_ami, "inputs_hash": built.inputs_hash}
+    state.put_plain(RECORD.format(pool=pool), (json.dumps(data, sort_keys=True) + "\n").encode())
+
+
+def recorded_image(state: Backend, pool: str) -> dict | None:
+    """What `image build` recorded for the pool: {"image_id", "base_ami", "inputs_hash"}, or None."""
+    raw = state.plain(RECORD.format(pool=pool))
+    return json.loads(raw) if raw else None
+
+
+def recorded_images(state: Backend, pools: list[str]) -> dict[str, str]:
+    """pool -> recorded image id, for the pools that have one."""
+    return {p: str(rec["image_id"]) for p in pools if (rec := recorded_image(state, p))}
+
+
+def with_recorded_images(config: dict, images: dict[str, str]) -> dict:
+    """The rendered stack config with each pool's `ami` set to its recorded node image: the launch templates and
+    static instances boot the baked image (the spec's `ami` is the image build's base). A copy; config is untouched."""
+    from clusterctl.render.cloud import PROJECT
+
+    key = f"{PROJECT}:pools"
+    pools = [dict(p, ami=images.get(p["name"], p.get("ami"))) for p in config[key]]
+    return {**config, key: pools}
