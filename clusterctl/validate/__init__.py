@@ -45,6 +45,7 @@ VALIDATORS = [
     vendor.VendorBuildsForDistro(),
     vendor.MirrorsSigned(),
     vendor.DriverFlavor(),
+    vendor.LabIsDebian12(),
 ]
 
 

@@ -92,3 +92,16 @@ class DriverFlavor(Validator):
             if eff.gpu_key(p) in OPEN_ONLY_GPUS:
                 yield self.error(("software", "nvidia_driver_flavor"),
                                  f"pool {p.name} has {eff.gpu_key(p)} GPUs, which only the open kernel modules support")
+
+
+class LabIsDebian12(Validator):
+    """Lab nodes boot the machine's Debian 12 rootfs: another os would pick repositories the nodes cannot use."""
+
+    code = "lab-os"
+
+    def check(self, spec):
+        if traits(spec.controller).lab and spec.controller.os != "debian12":
+            yield self.error(("controller", "os"), f"a local (lab) controller runs Debian 12, not {spec.controller.os}")
+        for i, p in enumerate(spec.pools):
+            if traits(p).lab and p.os != "debian12":
+                yield self.error(("pools", i, "os"), f"lab nodes run Debian 12, not {p.os}")
