@@ -91,13 +91,15 @@ TABLE: dict[tuple[str, str], VendorRepo | None] = {
     ("efa", "ubuntu2204"): _efa("ubuntu2204"),
     ("efa", "ubuntu2404"): _efa("ubuntu2404"),
     # SchedMD publishes no apt repository: Slurm comes from the distro, or from a site mirror (mirrors.slurm) laid out
-    # as <url>/<os>/ (a flat, signed repository) where the pinned release is not the distro's.
+    # as <url>/<os>/ (SITE_BUILD_PATH) where the pinned release is not the distro's.
     ("slurm", "debian12"): None,
     ("slurm", "ubuntu2204"): None,
     ("slurm", "ubuntu2404"): None,
 }
 
-MIRROR_ONLY = {"slurm": "{os}/"}  # components with no vendor repository: the path a mirror must have
+# Where the vendor builds nothing for a distro (Slurm anywhere, Lustre on Debian), a mirror holds the site's own signed
+# build as a flat repository per distro: <url>/<os>/.
+SITE_BUILD_PATH = "{os}/"
 
 
 def row(component: str, os: str) -> VendorRepo | None:

@@ -24,8 +24,8 @@ def resolve(spec: ClusterSpec, component: str, os: str) -> Repo | None:
     version = getattr(spec.software, VERSION_FIELD[component])
     mirror = spec.mirrors.get(component)
     row = vr.row(component, os)
-    if row is None and component in vr.MIRROR_ONLY and mirror is not None:
-        path = vr.MIRROR_ONLY[component].format(os=os)
+    if row is None and mirror is not None:  # no vendor build for this distro: the site's own, laid out per distro
+        path = vr.SITE_BUILD_PATH.format(os=os)
         return Repo(component, "apt", _join(mirror.url, path), "./", mirror.key_url, vr.keyring_name(component), True)
     if row is None:
         return None

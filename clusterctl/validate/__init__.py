@@ -46,6 +46,7 @@ VALIDATORS = [
     vendor.MirrorsSigned(),
     vendor.DriverFlavor(),
     vendor.LabIsDebian12(),
+    vendor.OsMatchesImage(),
 ]
 
 

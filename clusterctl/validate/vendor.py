@@ -105,3 +105,17 @@ class LabIsDebian12(Validator):
         for i, p in enumerate(spec.pools):
             if traits(p).lab and p.os != "debian12":
                 yield self.error(("pools", i, "os"), f"lab nodes run Debian 12, not {p.os}")
+
+
+class OsMatchesImage(Validator):
+    """Rented nodes boot the official Debian 12 AMI unless the pool names its own: another os needs that image."""
+
+    code = "os-image"
+
+    def check(self, spec):
+        if traits(spec.controller).rented and spec.controller.os != "debian12":
+            yield self.error(("controller", "os"), f"an aws controller boots the official Debian 12 AMI, not {spec.controller.os}")
+        for i, p in enumerate(spec.pools):
+            if traits(p).rented and p.os != "debian12" and getattr(p, "ami", None) is None:
+                yield self.error(("pools", i, "os"), f"pool {p.name} boots the official Debian 12 AMI unless `ami` names "
+                                                     f"an image of {p.os}: set ami, or os: debian12")

@@ -96,5 +96,10 @@ def test_slurm_mirror_is_laid_out_per_distro():
     assert resolve(spec, "slurm", "ubuntu2204").url == "https://mirror.example.com/slurm/ubuntu2204/"
 
 
+def test_a_site_build_where_the_vendor_has_none():
+    spec = _spec(lustre={"url": "https://mirror.example.com/lustre", "key_url": "https://mirror.example.com/lustre.asc"})
+    assert resolve(spec, "lustre", "debian12").url == "https://mirror.example.com/lustre/debian12/"
+
+
 def test_a_mirror_without_a_key_adds_no_repository():
     assert resolve(_spec(lustre={"url": "https://mirror.example.com/lustre"}), "lustre", "ubuntu2204") is None

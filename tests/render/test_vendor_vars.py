@@ -37,9 +37,11 @@ def test_aws_pool_gets_vendor_cuda_and_the_efa_tarball():
     plan = plan_from(AWS)
     gv = pool_vars(plan, plan.pool("p5"))
     repos = _by_component(gv["clusterctl_repos"])
-    assert repos["cuda"]["url"] == "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/"
+    assert repos["cuda"]["url"] == "https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/"
     assert repos["cuda"]["mirror"] is False
-    assert repos["lustre"]["url"] == "https://mirror.p5spot.example.com/lustre/lustre-2.15.6/ubuntu2204/client/"
+    # Whamcloud builds no Debian client: the site's own build, one flat repository per distro below the mirror's url.
+    assert repos["lustre"]["url"] == "https://mirror.p5spot.example.com/lustre/debian12/"
+    assert gv["clusterctl_os"] == "debian12"
     assert "efa" not in repos  # a tarball, not an apt repository
     assert gv["clusterctl_downloads"]["efa"]["url"] == "https://efa-installer.amazonaws.com/aws-efa-installer-1.38.1.tar.gz"
 

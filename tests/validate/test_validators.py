@@ -91,6 +91,7 @@ CASES = [
     ("driver-flavor", "onprem-64xh100-ib.yaml",
      lambda d: (d["pools"][0].update(gpu="b200"), d["software"].update(nvidia_driver_flavor="proprietary")), "error",
      "software.nvidia_driver_flavor"),
+    ("os-image", "aws-p5-spot.yaml", lambda d: d["pools"][0].update(os="ubuntu2204"), "error", "pools[0].os"),
     ("lab-os", "lab.yaml", lambda d: d["pools"][0].update(os="ubuntu2404"), "error", "pools[0].os"),
 ]
 
