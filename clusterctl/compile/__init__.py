@@ -10,6 +10,7 @@ from clusterctl.compile.partitions import partitions
 from clusterctl.compile.health import health
 from clusterctl.compile.storage import fsx_filesystems, local_cache, mounts
 from clusterctl.compile.topology import assign_leaves
+from clusterctl.compile import vendor
 from clusterctl.spec import effective as eff
 from clusterctl.spec.cluster import ClusterSpec
 from clusterctl.spec.pools import AwsPool
@@ -55,6 +56,8 @@ def compile_plan(spec: ClusterSpec, facts: LiveFacts | None = None) -> ClusterPl
         ),
         software=spec.software.model_dump(),
         monitoring=spec.monitoring.model_dump(),
+        controller_os=spec.controller.os,
+        controller_repos=vendor.repos(spec, None),
         lab=Lab(spec.lab.subnet, eff.lab_gateway(spec), lab_prefix_len(spec),
                 tuple((u, LAB_FIRST_UID + i) for i, u in enumerate(spec.lab.users))) if has_local else None,
         pulumi_backend=spec.state.pulumi_backend,
@@ -89,4 +92,6 @@ def _pool_plan(spec, pool, nodes, all_mounts, cache) -> PoolPlan:
         static_count=eff.static_nodes(pool),
         max_count=eff.max_nodes(pool),
         ami=pool.ami if aws else None,
+        os=pool.os,
+        repos=vendor.repos(spec, pool),
     )

@@ -99,6 +99,19 @@ class Health:
 
 
 @dataclass(frozen=True)
+class Repo:
+    """One vendor repository (or installer tarball) a node group installs from, resolved from mirrors + the catalog."""
+
+    component: str  # cuda | doca | lustre | efa | slurm
+    kind: str  # apt | tarball
+    url: str  # apt: the repository URL; tarball: the file's URL
+    suite: str  # apt suite ("/" or "./")
+    key_url: str | None  # the signing key (apt: required; tarball: None where the vendor publishes none we confirmed)
+    keyring: str  # /usr/share/keyrings/<keyring>.gpg
+    mirror: bool  # True: from the spec's mirrors:, False: the vendor's public location
+
+
+@dataclass(frozen=True)
 class PoolPlan:
     name: str
     provider: str
@@ -123,6 +136,8 @@ class PoolPlan:
     static_count: int = 0
     max_count: int = 0
     ami: str | None = None
+    os: str = "debian12"
+    repos: tuple[Repo, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -188,6 +203,8 @@ class ClusterPlan:
     software: dict
     monitoring: dict
     lab: Lab | None = None
+    controller_os: str = "debian12"
+    controller_repos: tuple[Repo, ...] = ()
     pulumi_backend: str | None = None  # state backend of the aws stack from the spec (None: the default / env)
 
     def pool(self, name: str) -> PoolPlan:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from clusterctl.compile.model import ClusterPlan, Node
+from clusterctl.compile.model import ClusterPlan, Node, Repo
 from clusterctl.render import layout
 from clusterctl.render.slurm import runs_slurmdbd
 from clusterctl.render.yamlout import dump_ansible_yaml
@@ -94,9 +94,27 @@ def _cache(plan: ClusterPlan, pool_name: str | None) -> dict | None:
     }
 
 
+def _repo(r: Repo) -> dict:
+    return {"component": r.component, "kind": r.kind, "url": r.url, "suite": r.suite, "key_url": r.key_url,
+            "keyring": r.keyring, "mirror": r.mirror}
+
+
+def _repos(repos: tuple[Repo, ...]) -> dict:
+    """Vendor repositories as data: apt ones for the vendor_repo role, tarballs (EFA installer) by component."""
+    return {
+        "clusterctl_repos": [_repo(r) for r in repos if r.kind == "apt"],
+        "clusterctl_downloads": {r.component: _repo(r) for r in repos if r.kind == "tarball"},
+    }
+
+
 def controller_vars(plan: ClusterPlan) -> dict:
     # The login node mounts every shared filesystem (users stage data there); it has no dataset cache.
-    return {"clusterctl_node_mounts": [_mount(m) for m in plan.mounts], "clusterctl_node_cache": None}
+    return {
+        "clusterctl_node_mounts": [_mount(m) for m in plan.mounts],
+        "clusterctl_node_cache": None,
+        "clusterctl_os": plan.controller_os,
+        **_repos(plan.controller_repos),
+    }
 
 
 def pool_vars(plan: ClusterPlan, pool) -> dict:
@@ -110,6 +128,8 @@ def pool_vars(plan: ClusterPlan, pool) -> dict:
         "clusterctl_rails": pool.rails,
         "clusterctl_nccl_env_file": layout.NCCL_ENV.format(pool=pool.name),
         "clusterctl_health_file": layout.HEALTH_CONF.format(pool=pool.name),
+        "clusterctl_os": pool.os,
+        **_repos(pool.repos),
     }
 
 

@@ -16,6 +16,7 @@ from clusterctl.spec.types import (MAX_NODES, NAME_PATTERN, Address, AwsRegion, 
 from clusterctl.spec.scheduler import Scheduler
 from clusterctl.spec.software import Monitoring, Nccl, Software
 from clusterctl.spec.storage import Storage
+from clusterctl.spec.vendor import Mirrors, OsName
 
 L, R, F = UpdatePolicy.LIVE, UpdatePolicy.REPLACE, UpdatePolicy.FORBIDDEN
 
@@ -27,6 +28,7 @@ class Controller(SpecModel):
         None, description="Controller address, IP or DNS name (required for onprem; assigned for local).", policy=F
     )
     ssh: SshSpec = spec_field(default_factory=SshSpec, description="How Ansible reaches an onprem controller.")
+    os: OsName = spec_field("debian12", description="Distribution on the controller (picks its vendor repositories).", policy=F)
     instance_type: InstanceType = spec_field("m7i.4xlarge", description="Instance type when the controller runs on AWS.", policy=R)
     region: AwsRegion | None = spec_field(None, description="AWS region of an aws controller (default: the first aws pool's).", policy=F)
 
@@ -101,6 +103,11 @@ class ClusterSpec(SpecModel):
     storage: Storage = spec_field(default_factory=Storage, description="Shared storage, local cache, checkpoints.")
     scheduler: Scheduler = spec_field(description="Scheduler settings.")
     software: Software = spec_field(default_factory=Software, description="Pinned software versions.")
+    mirrors: Mirrors = spec_field(
+        default_factory=Mirrors,
+        description="Where vendor packages come from: a base URL and signing key per vendor repository (default: the "
+        "vendors' public locations). Air-gapped sites point these at an internal mirror.",
+    )
     nccl: Nccl = spec_field(default_factory=Nccl, description="NCCL environment for jobs.")
     monitoring: Monitoring = spec_field(default_factory=Monitoring, description="Monitoring and alerting.")
     state: State = spec_field(default_factory=State, description="Where clusterctl keeps the cloud stack's state.")

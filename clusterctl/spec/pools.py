@@ -9,6 +9,7 @@ from pydantic import Field, StringConstraints, model_validator
 from clusterctl.core import hostlist
 from clusterctl.spec.base import SpecModel, UpdatePolicy, spec_field
 from clusterctl.spec.fabric import Fabric
+from clusterctl.spec.vendor import OsName
 from clusterctl.spec.types import (
     NAME_PATTERN,
     Address,
@@ -79,6 +80,10 @@ class PoolCommon(SpecModel):
         default_factory=list, description="Extra Slurm node features (letters, digits, _ and -).", policy=L
     )
     fabric: Fabric | None = spec_field(None, description="Overrides the cluster-level fabric for this pool.", policy=R)
+    os: OsName = spec_field(
+        "debian12", description="Distribution on the pool's nodes: debian12, ubuntu2204 or ubuntu2404 (picks the vendor "
+        "repositories; lab nodes are debian12).", policy=R
+    )
 
     @model_validator(mode="after")
     def _cpu_layout(self):

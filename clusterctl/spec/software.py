@@ -13,6 +13,10 @@ VERSION = allowed(r"^\d+(\.\d+){0,3}(-\d+)?$", "a version: numbers separated by 
 
 class Software(SpecModel):
     nvidia_driver: str = spec_field("570.172.08", pattern=VERSION, description="NVIDIA datacenter driver.", policy=D)
+    nvidia_driver_flavor: Literal["open", "proprietary"] = spec_field(
+        "open", description="Kernel modules: open (NVIDIA's default since the 560 series; required by Blackwell) or "
+        "proprietary (only where the GPU allows it).", policy=D
+    )
     cuda: str = spec_field("12.8", pattern=VERSION, description="CUDA toolkit.", policy=D)
     nccl: str = spec_field("2.26.2", pattern=VERSION, description="NCCL library.", policy=D)
     rdma_stack: Literal["distro", "doca"] = spec_field(

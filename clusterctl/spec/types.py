@@ -230,3 +230,12 @@ _SYSTEM_DIR_PATTERN = "^(/|(" + "|".join(re.escape(d) for d in SYSTEM_DIRS) + ")
 MountPoint = Annotated[
     AbsPath, AfterValidator(_not_system_dir), Field(json_schema_extra={"not": {"pattern": _SYSTEM_DIR_PATTERN}})
 ]
+
+# A vendor repository or key location (an internal mirror, an apt-cacher, the vendor itself): http(s) only, a host,
+# then path characters that need no quoting in an apt sources line or a URL given to get_url. No whitespace, quotes,
+# `{`/`}` (no Jinja), `%` (no encoded newline), `[`/`]` (no apt options such as [trusted=yes]), no user:password@.
+RepoUrl = Annotated[
+    str,
+    _pattern(rf"https?://({DNS_NAME}|{IPV4})(:[0-9]{{1,5}})?(/[A-Za-z0-9._~+-]*)*", 512,
+             "an http(s) URL: a host, an optional :port, then a path of letters, digits and . _ ~ + - /"),
+]

@@ -10,7 +10,7 @@ from clusterctl.core.errors import SpecError
 from clusterctl.core.findings import Finding, Level
 from clusterctl.spec.cluster import ClusterSpec
 from clusterctl.spec.loader import SourceMap, attach_lines, parse_yaml, pydantic_findings, read_spec_text, to_plain
-from clusterctl.validate import fabric, pools, scheduler, storage
+from clusterctl.validate import fabric, pools, scheduler, storage, vendor
 
 VALIDATORS = [
     pools.KnownInstanceType(),
@@ -42,6 +42,11 @@ VALIDATORS = [
     scheduler.PoolsInSomePartition(),
     scheduler.SlurmVersionSupported(),
     scheduler.PreemptionHasTiers(),
+    vendor.VendorBuildsForDistro(),
+    vendor.MirrorsSigned(),
+    vendor.DriverFlavor(),
+    vendor.LabIsDebian12(),
+    vendor.OsMatchesImage(),
 ]
 
 

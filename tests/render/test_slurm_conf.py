@@ -122,6 +122,8 @@ def test_cloud_settings_follow_slurm_version(version, old):
     """NoAddrCache and cloud_reg_addrs exist up to 23.02; 23.11 refuses them as defunct (its RELEASE_NOTES)."""
     def edit(d):
         d.setdefault("software", {})["slurm"] = version
+        if version != "22.05":  # not Debian 12's release: the hosts install it from a (signed) site mirror
+            d["mirrors"] = {"slurm": {"url": "https://mirror.example.com/slurm", "key_url": "https://mirror.example.com/slurm.asc"}}
 
     _, files = build("hybrid-burst.yaml", edit)
     conf = files[layout.SLURM_CONF]

@@ -85,6 +85,14 @@ CASES = [
     ("aws-regions", "hybrid-burst.yaml",
      lambda d: d["pools"].append(dict(d["pools"][1], name="east", region="us-east-1", availability_zones=["us-east-1a"])),
      "error", "pools[2].region"),
+    ("vendor-distro", "hybrid-burst.yaml", lambda d: d.setdefault("software", {}).update(slurm="23.11"), "error",
+     "software.slurm"),
+    ("repo-unsigned", "onprem-64xh100-ib.yaml", lambda d: d["mirrors"]["cuda"].pop("key_url"), "error", "mirrors.cuda.key_url"),
+    ("driver-flavor", "onprem-64xh100-ib.yaml",
+     lambda d: (d["pools"][0].update(gpu="b200"), d["software"].update(nvidia_driver_flavor="proprietary")), "error",
+     "software.nvidia_driver_flavor"),
+    ("os-image", "aws-p5-spot.yaml", lambda d: d["pools"][0].update(os="ubuntu2204"), "error", "pools[0].os"),
+    ("lab-os", "lab.yaml", lambda d: d["pools"][0].update(os="ubuntu2404"), "error", "pools[0].os"),
 ]
 
 

@@ -1,0 +1,111 @@
+"""Vendor repositories by component and distro: where each vendor publishes its packages, and the signing key.
+
+One table, read by compile/vendor.py (which applies `mirrors:`) and validate/vendor.py (which refuses combinations
+the vendor does not build). A mirror replaces `root`; `path` (the vendor's own layout below it) is kept, so an
+internal mirror of the vendor's tree, or the test suite's stand-in repository, works unchanged.
+
+Each row names the page it was checked against (`source`). `confirmed=False` marks a row whose exact path could
+not be confirmed there: validate warns about it instead of trusting it silently.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+OS_NAMES: tuple[str, ...] = ("debian12", "ubuntu2204", "ubuntu2404")
+
+# The Slurm release each distro ships (Debian 12: 22.05, see DESIGN.md; Ubuntu 24.04: 23.11 per issue 16's review;
+# Ubuntu 22.04: 21.08, from Ubuntu's archive, not re-checked in this session's corpus).
+DISTRO_SLURM: dict[str, str] = {"debian12": "22.05", "ubuntu2204": "21.08", "ubuntu2404": "23.11"}
+
+CUDA_INDEX = {  # each index lists 3bf863cc.pub, InRelease, Release.gpg (a signed repository with suite "/")
+    "debian12": "https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/",
+    "ubuntu2204": "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/",
+    "ubuntu2404": "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2404/x86_64",
+}
+DOCA_INDEX = "https://linux.mellanox.com/public/repo/doca/latest-2.9-LTS/ubuntu22.04/dpu-arm64"
+DOCA_GUIDE = "https://docs.nvidia.com/doca/sdk/DOCA-Host+Installation+and+Upgrade"
+# The installer URL: AWS ParallelCluster's cookbook; the distros: AWS's EFA release notes, which drop Debian 10
+# (1.40.0), Ubuntu 20.04 (1.43.0) and Debian 11 (1.51.0), leaving Debian 12 and Ubuntu 22.04/24.04 supported.
+EFA_SOURCE = "https://github.com/aws/aws-parallelcluster-cookbook/pull/1481.patch"
+EFA_OS_SOURCE = "https://docs.amazonaws.cn/en_us/AWSEC2/latest/UserGuide/efa-changelog.md"
+LUSTRE_SOURCE = "https://web-docs.gsi.de/~vpenso/notes/posts/hpc/storage/lustre.html"
+
+
+@dataclass(frozen=True)
+class VendorRepo:
+    component: str
+    os: str
+    root: str  # the vendor's host and top directory: what `mirrors.<component>.url` replaces
+    path: str  # below root; may hold {version} (the component's pinned version from software:)
+    key_file: str | None  # the signing key's file name inside path; None: the vendor publishes none we could confirm
+    suite: str = "./"  # flat repositories ("deb URL ./"); CUDA's uses "/"
+    kind: str = "apt"  # apt | tarball (EFA installer)
+    confirmed: bool = True
+    source: str = ""
+    note: str = ""
+
+
+def _cuda(os: str) -> VendorRepo:
+    return VendorRepo(
+        "cuda", os, "https://developer.download.nvidia.com/compute/cuda/repos", f"{os}/x86_64/", "3bf863cc.pub", suite="/",
+        source=CUDA_INDEX[os],
+    )
+
+
+def _doca(os: str, label: str) -> VendorRepo:
+    # NVIDIA labels DOCA-Host repositories by release with a dot (ubuntu22.04), the key in the same directory.
+    return VendorRepo(
+        "doca", os, "https://linux.mellanox.com/public/repo/doca", f"{{version}}/{label}/x86_64/", "GPG-KEY-Mellanox.pub",
+        confirmed=False, source=DOCA_INDEX,
+        note="the ubuntu22.04/<arch>/ layout and GPG-KEY-Mellanox.pub were seen for dpu-arm64; the x86_64 host directory "
+        "and this release label were not listed in the corpus",
+    )
+
+
+def _efa(os: str) -> VendorRepo:
+    return VendorRepo(
+        "efa", os, "https://efa-installer.amazonaws.com", "aws-efa-installer-{version}.tar.gz", None, kind="tarball",
+        source=f"{EFA_SOURCE} {EFA_OS_SOURCE}",
+    )
+
+
+TABLE: dict[tuple[str, str], VendorRepo | None] = {
+    ("cuda", "debian12"): _cuda("debian12"),
+    ("cuda", "ubuntu2204"): _cuda("ubuntu2204"),
+    ("cuda", "ubuntu2404"): _cuda("ubuntu2404"),
+    ("doca", "debian12"): _doca("debian12", "debian12"),
+    ("doca", "ubuntu2204"): _doca("ubuntu2204", "ubuntu22.04"),
+    ("doca", "ubuntu2404"): _doca("ubuntu2404", "ubuntu24.04"),
+    # Whamcloud builds Lustre clients for EL and Ubuntu, not Debian (issue 16's review); its Ubuntu client directory is
+    # a flat directory the old role could only add as [trusted=yes]: no signing key was confirmed, so only a signed
+    # mirror (mirrors.lustre with key_url) is accepted.
+    ("lustre", "debian12"): None,
+    ("lustre", "ubuntu2204"): VendorRepo(
+        "lustre", "ubuntu2204", "https://downloads.whamcloud.com/public/lustre", "lustre-{version}/ubuntu2204/client/",
+        None, confirmed=False, source=LUSTRE_SOURCE, note="packages from downloads.whamcloud.com; no signing key confirmed",
+    ),
+    ("lustre", "ubuntu2404"): None,
+    # The EFA installer is a tarball, not a repository (AWS publishes no signing key we could confirm: fetched over https).
+    ("efa", "debian12"): _efa("debian12"),
+    ("efa", "ubuntu2204"): _efa("ubuntu2204"),
+    ("efa", "ubuntu2404"): _efa("ubuntu2404"),
+    # SchedMD publishes no apt repository: Slurm comes from the distro, or from a site mirror (mirrors.slurm) laid out
+    # as <url>/<os>/ (SITE_BUILD_PATH) where the pinned release is not the distro's.
+    ("slurm", "debian12"): None,
+    ("slurm", "ubuntu2204"): None,
+    ("slurm", "ubuntu2404"): None,
+}
+
+# Where the vendor builds nothing for a distro (Slurm anywhere, Lustre on Debian), a mirror holds the site's own signed
+# build as a flat repository per distro: <url>/<os>/.
+SITE_BUILD_PATH = "{os}/"
+
+
+def row(component: str, os: str) -> VendorRepo | None:
+    return TABLE[(component, os)]
+
+
+def keyring_name(component: str) -> str:
+    """/usr/share/keyrings/<name>.gpg: one per component, whichever URL it came from."""
+    return f"clusterctl-{component}"

@@ -1,0 +1,54 @@
+"""Which vendor repositories each node group installs from: the catalog's table, with `mirrors:` applied.
+
+Pure data for the roles (rendered into group_vars): URLs are joined here from allow-listed spec strings and the
+catalog, never in a template. A repository without a signing key is left out (validate reports it as an error).
+"""
+
+from __future__ import annotations
+
+from clusterctl.catalog import vendor_repos as vr
+from clusterctl.compile.model import Repo
+from clusterctl.core.providers import traits
+from clusterctl.spec import vendor_needs
+from clusterctl.spec.cluster import ClusterSpec
+
+VERSION_FIELD = {"cuda": "cuda", "doca": "doca", "lustre": "lustre_client", "efa": "efa_installer", "slurm": "slurm"}
+
+
+def _join(root: str, path: str) -> str:
+    return root.rstrip("/") + "/" + path
+
+
+def resolve(spec: ClusterSpec, component: str, os: str) -> Repo | None:
+    """The repository of one component on one distro; None where there is none to add (no row, no key, no mirror)."""
+    version = getattr(spec.software, VERSION_FIELD[component])
+    mirror = spec.mirrors.get(component)
+    row = vr.row(component, os)
+    if row is None and mirror is not None:  # no vendor build for this distro: the site's own, laid out per distro
+        path = vr.SITE_BUILD_PATH.format(os=os)
+        return Repo(component, "apt", _join(mirror.url, path), "./", mirror.key_url, vr.keyring_name(component), True)
+    if row is None:
+        return None
+    path = row.path.format(version=version)
+    if mirror is not None:
+        url, key = _join(mirror.url, path), mirror.key_url
+    else:
+        url = _join(row.root, path)
+        key = _join(row.root, path) + row.key_file if row.key_file else None
+    if row.kind == "apt" and key is None:
+        return None  # never an unsigned repository
+    return Repo(component, row.kind, url, row.suite, key, vr.keyring_name(component), mirror is not None)
+
+
+def repos(spec: ClusterSpec, pool) -> tuple[Repo, ...]:
+    """A node group's repositories. Lab nodes reach no vendor: they get a repository only through `mirrors:`."""
+    lab = traits(pool if pool is not None else spec.controller).lab
+    os = vendor_needs.os_of(spec, pool)
+    out = []
+    for component in vendor_needs.components(spec, pool):
+        if lab and spec.mirrors.get(component) is None:
+            continue
+        repo = resolve(spec, component, os)
+        if repo is not None:
+            out.append(repo)
+    return tuple(out)

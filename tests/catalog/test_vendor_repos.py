@@ -1,0 +1,105 @@
+"""The repository of every vendor component on every supported distro, as the vendors publish them.
+
+Each row of EXPECTED cites the page it was read from (the vendor's repository index or documentation). Versions are
+the spec's defaults (CUDA repo, DOCA 2.9.1, Lustre 2.15.6, EFA installer 1.38.1). None: the vendor builds nothing for
+that distro (or, for Lustre on Ubuntu, publishes no signing key that could be confirmed), so no repository is added
+without a mirror.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from clusterctl.catalog import vendor_repos as vr
+from clusterctl.compile.vendor import resolve
+from clusterctl.spec.cluster import ClusterSpec
+
+CUDA = "https://developer.download.nvidia.com/compute/cuda/repos"
+DOCA = "https://linux.mellanox.com/public/repo/doca"
+EFA = "https://efa-installer.amazonaws.com"
+
+# (component, os): (url, key_url, kind, the page the row was checked against)
+EXPECTED = {
+    ("cuda", "debian12"): (f"{CUDA}/debian12/x86_64/", f"{CUDA}/debian12/x86_64/3bf863cc.pub", "apt",
+                           "https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/"),
+    ("cuda", "ubuntu2204"): (f"{CUDA}/ubuntu2204/x86_64/", f"{CUDA}/ubuntu2204/x86_64/3bf863cc.pub", "apt",
+                             "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/"),
+    ("cuda", "ubuntu2404"): (f"{CUDA}/ubuntu2404/x86_64/", f"{CUDA}/ubuntu2404/x86_64/3bf863cc.pub", "apt",
+                             "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2404/x86_64"),
+    # DOCA-Host: <version>/<distro with a dot>/<arch>/ with GPG-KEY-Mellanox.pub beside Release.gpg, as listed at
+    # https://linux.mellanox.com/public/repo/doca/latest-2.9-LTS/ubuntu22.04/dpu-arm64 (the x86_64 directory is
+    # the same layout; not listed in the corpus: validate warns).
+    ("doca", "debian12"): (f"{DOCA}/2.9.1/debian12/x86_64/", f"{DOCA}/2.9.1/debian12/x86_64/GPG-KEY-Mellanox.pub", "apt",
+                           "https://linux.mellanox.com/public/repo/doca/latest-2.9-LTS/ubuntu22.04/dpu-arm64"),
+    ("doca", "ubuntu2204"): (f"{DOCA}/2.9.1/ubuntu22.04/x86_64/", f"{DOCA}/2.9.1/ubuntu22.04/x86_64/GPG-KEY-Mellanox.pub",
+                             "apt", "https://linux.mellanox.com/public/repo/doca/latest-2.9-LTS/ubuntu22.04/dpu-arm64"),
+    ("doca", "ubuntu2404"): (f"{DOCA}/2.9.1/ubuntu24.04/x86_64/", f"{DOCA}/2.9.1/ubuntu24.04/x86_64/GPG-KEY-Mellanox.pub",
+                             "apt", "https://linux.mellanox.com/public/repo/doca/latest-2.9-LTS/ubuntu22.04/dpu-arm64"),
+    # Whamcloud: no Debian client builds (issue 16's review); Ubuntu client directory without a confirmed key.
+    ("lustre", "debian12"): None,
+    ("lustre", "ubuntu2204"): None,
+    ("lustre", "ubuntu2404"): None,
+    # EFA installer URL: https://github.com/aws/aws-parallelcluster-cookbook/pull/1481.patch; distros supported:
+    # https://docs.amazonaws.cn/en_us/AWSEC2/latest/UserGuide/efa-changelog.md (Debian 10, Ubuntu 20.04, Debian 11
+    # dropped; Debian 12 and Ubuntu 22.04/24.04 remain).
+    ("efa", "debian12"): (f"{EFA}/aws-efa-installer-1.38.1.tar.gz", None, "tarball",
+                          "https://docs.amazonaws.cn/en_us/AWSEC2/latest/UserGuide/efa-changelog.md"),
+    ("efa", "ubuntu2204"): (f"{EFA}/aws-efa-installer-1.38.1.tar.gz", None, "tarball",
+                            "https://docs.amazonaws.cn/en_us/AWSEC2/latest/UserGuide/efa-changelog.md"),
+    ("efa", "ubuntu2404"): (f"{EFA}/aws-efa-installer-1.38.1.tar.gz", None, "tarball",
+                            "https://docs.amazonaws.cn/en_us/AWSEC2/latest/UserGuide/efa-changelog.md"),
+    # SchedMD publishes no apt repository: the distro's Slurm, or a site mirror.
+    ("slurm", "debian12"): None,
+    ("slurm", "ubuntu2204"): None,
+    ("slurm", "ubuntu2404"): None,
+}
+
+
+def _spec(**mirrors) -> ClusterSpec:
+    return ClusterSpec.model_validate({
+        "name": "t", "pools": [{"name": "gpu", "provider": "local", "count": 1}],
+        "scheduler": {"slurm": {"partitions": [{"name": "p", "pools": ["gpu"]}]}}, "mirrors": mirrors,
+    })
+
+
+def test_table_covers_every_component_and_distro():
+    assert set(vr.TABLE) == set(EXPECTED) == {(c, o) for c in ("cuda", "doca", "lustre", "efa", "slurm") for o in vr.OS_NAMES}
+
+
+@pytest.mark.parametrize("key", sorted(EXPECTED), ids=lambda k: f"{k[0]}-{k[1]}")
+def test_upstream_repository(key):
+    repo = resolve(_spec(), *key)
+    want = EXPECTED[key]
+    if want is None:
+        assert repo is None
+        return
+    url, key_url, kind, source = want
+    assert (repo.url, repo.key_url, repo.kind, repo.mirror) == (url, key_url, kind, False)
+    assert source in vr.row(*key).source  # the catalog cites the same page
+
+
+def test_every_catalog_row_cites_a_page():
+    for key, row in vr.TABLE.items():
+        assert row is None or row.source.startswith("https://"), key
+
+
+@pytest.mark.parametrize("os_name", vr.OS_NAMES)
+def test_a_mirror_keeps_the_vendor_layout_below_its_url(os_name):
+    spec = _spec(cuda={"url": "http://10.213.0.1:8080/nvidia/", "key_url": "http://10.213.0.1:8080/keys/cuda.asc"})
+    repo = resolve(spec, "cuda", os_name)
+    assert repo.url == f"http://10.213.0.1:8080/nvidia/{os_name}/x86_64/"
+    assert repo.key_url == "http://10.213.0.1:8080/keys/cuda.asc" and repo.mirror
+
+
+def test_slurm_mirror_is_laid_out_per_distro():
+    spec = _spec(slurm={"url": "https://mirror.example.com/slurm", "key_url": "https://mirror.example.com/slurm.asc"})
+    assert resolve(spec, "slurm", "ubuntu2204").url == "https://mirror.example.com/slurm/ubuntu2204/"
+
+
+def test_a_site_build_where_the_vendor_has_none():
+    spec = _spec(lustre={"url": "https://mirror.example.com/lustre", "key_url": "https://mirror.example.com/lustre.asc"})
+    assert resolve(spec, "lustre", "debian12").url == "https://mirror.example.com/lustre/debian12/"
+
+
+def test_a_mirror_without_a_key_adds_no_repository():
+    assert resolve(_spec(lustre={"url": "https://mirror.example.com/lustre"}), "lustre", "ubuntu2204") is None

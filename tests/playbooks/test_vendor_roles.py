@@ -1,0 +1,68 @@
+"""No repository is added unsigned, and the driver stack is pinned and held as one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+PLAYBOOKS = ROOT / "playbooks"
+
+
+def _tasks(data):
+    """Every task of a task file, blocks flattened."""
+    for t in data or []:
+        yield t
+        for key in ("block", "rescue", "always"):
+            yield from _tasks(t.get(key))
+
+
+def _all_tasks():
+    for f in sorted(PLAYBOOKS.rglob("tasks/*.yml")):
+        for t in _tasks(yaml.safe_load(f.read_text())):
+            yield f, t
+
+
+def test_no_trusted_yes_anywhere_in_playbooks():
+    offenders = [str(f.relative_to(ROOT)) for f in PLAYBOOKS.rglob("*") if f.is_file()
+                 and "trusted=yes" in f.read_text(errors="replace").replace(" ", "")]
+    assert offenders == []
+
+
+def test_every_apt_repository_is_signed_by_its_own_keyring():
+    repos = [(f, t["ansible.builtin.apt_repository"]) for f, t in _all_tasks() if "ansible.builtin.apt_repository" in t]
+    assert repos, "the roles add repositories through apt_repository"
+    for f, args in repos:
+        line = args["repo"]
+        if line.startswith("{{ ") and line.endswith(" }}"):  # a role default holding the whole line
+            defaults = yaml.safe_load((f.parents[1] / "defaults" / "main.yml").read_text())
+            line = defaults[line[3:-3]]
+        assert line.startswith("deb [signed-by="), (f, line)
+        assert "trusted" not in line and "allow-insecure" not in line, (f, line)
+
+
+def test_vendor_repo_role_runs_before_the_roles_that_install_from_it():
+    site = yaml.safe_load((PLAYBOOKS / "site.yml").read_text())
+    plays = [p for p in site if "roles" in p]
+    first = plays[0]
+    assert first["hosts"] == "all" and first["roles"][:2] == ["common", "vendor_repo"]
+    for later in plays[1:]:
+        assert "vendor_repo" not in later["roles"]
+
+
+def test_driver_install_pins_every_package_to_the_driver_version_and_holds_the_build():
+    tasks = {t.get("name", ""): t for f, t in _all_tasks() if f.parts[-3] == "nvidia_driver"}
+    install = next(t for n, t in tasks.items() if n.startswith("Driver "))
+    assert "nvidia_driver_pin" in install["ansible.builtin.apt"]["name"]
+    hold = next(t for n, t in tasks.items() if n.startswith("Hold the whole driver build"))
+    assert hold["ansible.builtin.dpkg_selections"]["selection"] == "hold"
+    release = next(t for n, t in tasks.items() if n.startswith("Release the holds"))
+    assert release["ansible.builtin.dpkg_selections"]["selection"] == "install"
+    defaults = yaml.safe_load((PLAYBOOKS / "roles/nvidia_driver/defaults/main.yml").read_text())
+    assert defaults["nvidia_driver_pin"] == "{{ clusterctl_software.nvidia_driver }}-*"
+    assert set(defaults["nvidia_driver_meta"]) == {"open", "proprietary"}
+    assert any("fabricmanager" in p for p in defaults["nvidia_nvswitch_packages"])
+    assert any("nscq" in p for p in defaults["nvidia_nvswitch_packages"])
+    peermem = [t for n, t in tasks.items() if "nvidia-peermem" in n]
+    assert peermem and any("infiniband" in str(t.get("when", "")) for t in peermem)
