@@ -11,7 +11,7 @@ from rich.markup import escape
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Protocol
 
 import typer
 
@@ -473,7 +473,7 @@ def _optional_lock_id(argv: list[str]) -> list[str]:
     becomes `--break-lock=` here. An ID is what the lock refusal prints: 32 hex digits (never a spec's path)."""
     import re
 
-    out = []
+    out: list[str] = []
     for i, arg in enumerate(argv):
         if arg == "--":
             return out + argv[i:]
@@ -482,10 +482,14 @@ def _optional_lock_id(argv: list[str]) -> list[str]:
     return out
 
 
-def _cli_exception_types() -> tuple[tuple[type, ...], tuple[type, ...]]:
+class _UsageError(Protocol):
+    def show(self) -> None: ...
+
+
+def _cli_exception_types() -> tuple[tuple[type[_UsageError], ...], tuple[type, ...]]:
     """Usage-error and abort classes of the parser: typer's own (it ships its own click since 0.20) and, for older
     typer, click's."""
-    usage: list[type] = []
+    usage: list[type[_UsageError]] = []
     aborts: list[type] = [typer.Abort]
     try:
         from typer._click.exceptions import ClickException as TyperClickException

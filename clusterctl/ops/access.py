@@ -6,6 +6,7 @@ known_hosts on first contact."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from clusterctl.engines.ssh import hostkeys
 from clusterctl.engines.ansible.settings import SshOptions
@@ -14,11 +15,14 @@ from clusterctl.engines.provider import SshIdentity, providers_for
 from clusterctl.engines.ssh.remote import Remote
 from clusterctl.state import ClusterState
 
+if TYPE_CHECKING:
+    from clusterctl.engines.local import Lab
+
 
 @dataclass
 class Access:
     ssh: SshOptions
-    lab: object | None  # clusterctl.engines.local.Lab when the cluster has lab nodes
+    lab: Lab | None  # when the cluster has lab nodes
     identities: dict[str, SshIdentity | None] = field(default_factory=dict)  # provider name -> what it said
 
     def remote(self, node) -> Remote:

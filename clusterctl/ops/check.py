@@ -78,8 +78,8 @@ def check_cluster(plan: ClusterPlan, run: Runner, nccl_tolerance: float = DEFAUL
             probes[n.name] = None
             rows.append(CheckRow("reachable", n.name, FAIL, f"cannot run commands on {n.name}: {_last_line(r)}"))
             continue
-        probes[n.name] = parse_probe(r.stdout)
-        rows += node_rows(plan, pool, n, probes[n.name])
+        probes[n.name] = parsed = parse_probe(r.stdout)
+        rows += node_rows(plan, pool, n, parsed)
     for pool in plan.pools:
         names = [n.name for n in static_nodes(plan, pool)]
         if not names:

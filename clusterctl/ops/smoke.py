@@ -106,6 +106,7 @@ def run_smoke(plan: ClusterPlan, ctl: Remote, timeout: float = 240) -> list[Smok
             continue
         idle, why_not = idle_nodes(names, states)
         if not idle:
+            assert why_not is not None  # idle_nodes gives a reason whenever it finds no idle node
             out.append(SmokeResult(pool.name, "", True, why_not, skipped=True))
             continue
         cmd = smoke_command(plan, pool, idle)

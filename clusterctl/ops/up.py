@@ -163,6 +163,7 @@ def print_summary(console, report: UpReport, plan: ClusterPlan, access: Access) 
         mark = "[yellow]skipped[/]" if s.skipped else "[green]ok[/]" if s.ok else "[red]FAILED[/]"
         console.print(f"smoke job ({escape(s.pool)}): {mark}  {escape(s.command)}  -> {escape(s.detail)}", highlight=False)
     if not report.ok:
+        assert report.error is not None  # up() says why whenever the run is not ok
         console.print(f"[red]error:[/] {escape(report.error)}")
         return
     info = summary_dict(plan, access)

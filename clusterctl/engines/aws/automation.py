@@ -179,7 +179,8 @@ def existing_stack(state: ClusterState, cluster: str, url: str):
     if url.startswith("file://") and not Path(url[len("file://"):]).exists():
         return None
     try:
-        return auto.select_stack(stack_name=cluster, project_name=PROJECT, program=program_from_config,
+        # ignored: pulumi's PulumiFn stub says the program returns None; the SDK ignores what it returns
+        return auto.select_stack(stack_name=cluster, project_name=PROJECT, program=program_from_config,  # type: ignore[arg-type]
                                  opts=workspace_options(state, url))
     except auto.errors.StackNotFoundError:
         return None

@@ -82,15 +82,15 @@ def launch_template_args(data: dict) -> dict:
     return args
 
 
-def market_args(m: dict) -> dict:
-    out = {"market_type": m["MarketType"]}
+def market_args(m: dict) -> aws.ec2.InstanceInstanceMarketOptionsArgsDict:
+    out: aws.ec2.InstanceInstanceMarketOptionsArgsDict = {"market_type": m["MarketType"]}
     if "SpotOptions" in m:
         out["spot_options"] = {"spot_instance_type": m["SpotOptions"]["SpotInstanceType"],
                                "instance_interruption_behavior": m["SpotOptions"]["InstanceInterruptionBehavior"]}
     return out
 
 
-def reservation_args(c: dict) -> dict:
+def reservation_args(c: dict) -> aws.ec2.InstanceCapacityReservationSpecificationArgsDict:
     if "CapacityReservationTarget" in c:
         return {"capacity_reservation_target": {"capacity_reservation_id": c["CapacityReservationTarget"]["CapacityReservationId"]}}
     return {"capacity_reservation_preference": c["CapacityReservationPreference"]}

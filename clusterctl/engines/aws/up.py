@@ -106,8 +106,10 @@ def stack_settings(plan: ClusterPlan, state: ClusterState, admin_cidr: str | Non
     from clusterctl.render.cloud import cloud_config
 
     _, public_key = ensure_ssh_key(state)
+    config = cloud_config(plan)
+    assert config is not None  # the aws engine runs only for plans with aws pools
     return automation.StackSettings(
-        cluster=plan.name, config=cloud_config(plan), backend=automation.backend_url(state, plan.pulumi_backend),
+        cluster=plan.name, config=config, backend=automation.backend_url(state, plan.pulumi_backend),
         munge_key_b64=_munge_b64(state), cluster_id=ensure_cluster_id(state), ssh_public_key=public_key,
         admin_cidr=admin_cidr or os.environ.get(ADMIN_CIDR_ENV) or None)
 

@@ -14,11 +14,17 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import TypedDict
 
 from clusterctl.engines.local import cgroups, disks, gpus
 from clusterctl.engines.local.errors import LabError
 from clusterctl.engines.local.machine import REBOOT_EXIT, NodePaths, find_leader
 from clusterctl.engines.local.proc import write_pidfile
+
+
+class _State(TypedDict):
+    stopping: bool
+    child: subprocess.Popen[bytes] | None
 
 
 def _log(msg: str) -> None:
@@ -53,7 +59,7 @@ def main(node_dir: str) -> int:
     else:
         paths.cgroups.write_text(json.dumps({"owned": False, "dirs": [d for d, _ in cgroups.current().values()]}))
 
-    state = {"stopping": False, "child": None}
+    state: _State = {"stopping": False, "child": None}
 
     def on_term(signum, frame):
         state["stopping"] = True

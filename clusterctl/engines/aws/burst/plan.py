@@ -87,7 +87,9 @@ class BurstPlan:
         return [p for p in self.plan.pools if p.provider == "aws" and p.elastic]
 
     def pool_of(self, node: str) -> PoolPlan:
-        return self.plan.pool(self.cloud_nodes[node].pool)
+        pool = self.cloud_nodes[node].pool
+        assert pool is not None  # cloud nodes belong to an elastic pool; only the controller has none
+        return self.plan.pool(pool)
 
     @cached_property
     def stack(self):

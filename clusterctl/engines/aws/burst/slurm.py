@@ -62,7 +62,7 @@ def parse_show_node(text: str) -> dict[str, NodeState]:
     """`scontrol -o show node` output (one node per line) -> name -> NodeState."""
     out = {}
     for line in text.splitlines():
-        fields = dict(m.groups() for m in _FIELD.finditer(line))
+        fields = {m.group(1): m.group(2) for m in _FIELD.finditer(line)}
         if "NodeName" not in fields:
             continue
         m = _REASON.search(line)
