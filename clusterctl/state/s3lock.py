@@ -11,12 +11,16 @@ from __future__ import annotations
 
 import json
 from contextlib import contextmanager
+from typing import TYPE_CHECKING, Iterator
 
 from clusterctl.state.lock import LockedError, describe, new_holder
 
+if TYPE_CHECKING:
+    from clusterctl.state.s3 import Objects
+
 
 class S3Lock:
-    def __init__(self, objects, key: str, cluster: str):
+    def __init__(self, objects: Objects, key: str, cluster: str) -> None:
         self.objects, self.key, self.cluster = objects, key, cluster
 
     def _current(self) -> tuple[dict, str] | None:
@@ -39,7 +43,7 @@ class S3Lock:
                 f"`--break-lock {who.get('id')}`")
 
     @contextmanager
-    def held(self, command: str):
+    def held(self, command: str) -> Iterator[dict]:
         me = new_holder(command)
         etag = self.objects.put(self.key, json.dumps(me).encode(), if_none_match=True)
         if etag is None:
