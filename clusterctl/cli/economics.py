@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Optional
 
 import typer
+
+from clusterctl.cli.output import SpecLoader
 from clusterctl.core.providers import traits
 
 
@@ -22,7 +24,7 @@ class StarterProvider(str, Enum):
     onprem = "onprem"
 
 
-def register(app: typer.Typer, load) -> None:
+def register(app: typer.Typer, load: SpecLoader) -> None:
     @app.command()
     def cost(
         spec: Path = typer.Argument(..., help="Cluster spec (cluster.yaml)."),
