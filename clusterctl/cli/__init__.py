@@ -381,6 +381,7 @@ def apply(
         else:
             typer.echo(f"cluster {compiled.name}: no changes")
         raise typer.Exit(0)
+    assert plan is not None and access is not None  # apply returns them with its up report
     if quiet:
         sys.stdout.write(json.dumps({**up_report.to_dict(plan, access), "policy": report.policy}, indent=2) + "\n")
     else:
