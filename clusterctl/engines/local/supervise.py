@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import FrameType
 from typing import TypedDict
 
 from clusterctl.engines.local import cgroups, disks, gpus
@@ -61,7 +62,7 @@ def main(node_dir: str) -> int:
 
     state: _State = {"stopping": False, "child": None}
 
-    def on_term(signum, frame):
+    def on_term(signum: int, frame: FrameType | None) -> None:
         state["stopping"] = True
         if state["child"] is not None and state["child"].poll() is None:
             state["child"].send_signal(signal.SIGTERM)  # nspawn turns this into a clean poweroff of the node
