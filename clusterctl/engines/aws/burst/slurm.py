@@ -7,6 +7,7 @@ IDLE+DRAIN+CLOUD (drained).
 
 from __future__ import annotations
 
+import logging
 import re
 import subprocess
 from dataclasses import dataclass
@@ -77,7 +78,7 @@ def clip_reason(reason: str) -> str:
 
 
 class Slurm:
-    def __init__(self, scontrol: str = "scontrol", timeout: float = 30, log=None):
+    def __init__(self, scontrol: str = "scontrol", timeout: float = 30, log: logging.Logger | None = None) -> None:
         self.scontrol = scontrol
         self.timeout = timeout
         self.log = log
