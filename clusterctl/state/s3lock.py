@@ -11,12 +11,19 @@ from __future__ import annotations
 
 import json
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Iterator
+from typing import Iterator, Protocol
 
 from clusterctl.state.lock import LockedError, describe, new_holder
 
-if TYPE_CHECKING:
-    from clusterctl.state.s3 import Objects
+
+class Objects(Protocol):
+    """The conditional object store the lock lives in (clusterctl.state.s3.Objects)."""
+
+    def get(self, key: str) -> tuple[bytes, str] | None: ...
+
+    def put(self, key: str, body: bytes, if_none_match: bool = False, if_match: str | None = None) -> str | None: ...
+
+    def delete(self, key: str, if_match: str) -> bool: ...
 
 
 class S3Lock:
