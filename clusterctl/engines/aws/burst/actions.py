@@ -34,7 +34,7 @@ class Context:
     log: logging.Logger
 
     @classmethod
-    def create(cls, settings: Settings, log: logging.Logger, slurm: Slurm | None = None, region: str | None = None):
+    def create(cls, settings: Settings, log: logging.Logger, slurm: Slurm | None = None, region: str | None = None) -> Context:
         plan = BurstPlan.load(settings.plan)
         pools = plan.elastic_pools()
         if not pools and region is None:
