@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass
+from typing import Any, Iterable, Sequence
 
 MARKETS = ("on-demand", "spot", "capacity-block")
 DEFAULT_REGION = "us-east-1"
@@ -74,7 +75,7 @@ class Quote:
 
 
 class PriceTable:
-    def __init__(self, prices=SHIPPED, name: str = "shipped"):
+    def __init__(self, prices: Iterable[Price] = SHIPPED, name: str = "shipped"):
         self.name = name
         self.prices = {p.key: p for p in prices}
 
@@ -145,7 +146,7 @@ def parse_price_list_item(item: str | dict) -> float | None:
     return None
 
 
-def fetch_on_demand(instance_types, regions, session=None, today: str | None = None) -> list[Price]:
+def fetch_on_demand(instance_types: Sequence[str], regions: Sequence[str], session: Any = None, today: str | None = None) -> list[Price]:
     """On-demand Linux prices from the AWS Price List API (boto3 `pricing`, served from us-east-1)."""
     import datetime
 
@@ -173,7 +174,7 @@ def fetch_on_demand(instance_types, regions, session=None, today: str | None = N
     return out
 
 
-def fetch_spot(instance_types, regions, session=None, today: str | None = None) -> list[Price]:
+def fetch_spot(instance_types: Sequence[str], regions: Sequence[str], session: Any = None, today: str | None = None) -> list[Price]:
     """Current spot prices (Linux/UNIX) from EC2's spot price history: the mean over the region's AZs."""
     import datetime
 
@@ -198,7 +199,7 @@ def fetch_spot(instance_types, regions, session=None, today: str | None = None) 
     return out
 
 
-def refresh_prices(instance_types, regions, session=None) -> PriceTable:
+def refresh_prices(instance_types: Sequence[str], regions: Sequence[str], session: Any = None) -> PriceTable:
     """A fresh table for these types and regions (on-demand + spot), to save and use in place of the shipped one."""
     prices = fetch_on_demand(instance_types, regions, session) + fetch_spot(instance_types, regions, session)
     return PriceTable(tuple(prices), name="refreshed")

@@ -11,9 +11,20 @@ from rich.markup import escape
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Callable, Optional, Protocol, TypeVar
 
 import typer
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from clusterctl.core.findings import Finding
+    from clusterctl.engines.aws.automation import Preview
+    from clusterctl.render.compiled import Compiled
+    from clusterctl.spec.cluster import ClusterSpec
+    from clusterctl.validate import Loaded
+
+_T = TypeVar("_T")
 
 app = typer.Typer(
     name="clusterctl",
@@ -70,7 +81,7 @@ def _main(
     _state["debug"] = debug
 
 
-def _load(spec: Path, fmt: Enum = Format.text):
+def _load(spec: Path, fmt: Enum = Format.text) -> ClusterSpec:
     """Load and validate a spec. Findings go to stderr as text, or, for json/markdown output, into that document on
     stdout (a pipeline reading JSON sees why a spec was refused); raise SpecError on errors."""
     from clusterctl.cli.output import emit_findings, print_findings
@@ -85,10 +96,11 @@ def _load(spec: Path, fmt: Enum = Format.text):
         emit_findings(fmt.value, loaded.findings, str(spec), _cluster_name(loaded))
     if not loaded.ok:
         raise SpecError(f"{spec}: {len(loaded.errors)} error(s) in the spec; nothing was changed", loaded.findings)
+    assert loaded.spec is not None  # a spec without errors was parsed
     return loaded.spec
 
 
-def _compile(spec: Path, fmt: Enum = Format.text):
+def _compile(spec: Path, fmt: Enum = Format.text) -> Compiled:
     """The command's one compile: spec -> plan -> build files, passed down to every step."""
     from clusterctl.render.compiled import Compiled
 
@@ -105,11 +117,11 @@ def _format_or_path(value: str, path_flag: str) -> tuple[str, Path | None]:
     return "text", Path(value)
 
 
-def _cluster_name(loaded) -> str | None:
+def _cluster_name(loaded: Loaded) -> str | None:
     return loaded.spec.name if loaded.spec is not None else None
 
 
-def _legacy(value, old, old_flag: str, new_flag: str):
+def _legacy(value: _T, old: _T | None, old_flag: str, new_flag: str) -> _T:
     """An option's old spelling, kept hidden for one release: it still works, and says what replaces it."""
     if old is None:
         return value
@@ -369,6 +381,7 @@ def apply(
         else:
             typer.echo(f"cluster {compiled.name}: no changes")
         raise typer.Exit(0)
+    assert plan is not None and access is not None  # apply returns them with its up report
     if quiet:
         sys.stdout.write(json.dumps({**up_report.to_dict(plan, access), "policy": report.policy}, indent=2) + "\n")
     else:
@@ -396,9 +409,9 @@ def drift(spec: Path = SpecArg, output: Output = typer.Option(Output.text, "--ou
     raise typer.Exit(2 if report["drift"] else 0 if report["complete"] else 1)
 
 
-def _confirm_cloud(out, yes: bool, quiet: bool, compiled):
+def _confirm_cloud(out: Console, yes: bool, quiet: bool, compiled: Compiled) -> Callable[[Preview], bool]:
     """After the Pulumi preview: show what it will do and what the cluster costs per hour, then ask (or --yes)."""
-    def confirm(preview) -> bool:
+    def confirm(preview: Preview) -> bool:
         from clusterctl.engines.aws.progress import print_changes
         from clusterctl.economics.cost import estimate_cost
 
@@ -417,7 +430,7 @@ def _confirm_cloud(out, yes: bool, quiet: bool, compiled):
     return confirm
 
 
-def _maybe_break_lock(cluster, break_lock: str | None, out) -> None:
+def _maybe_break_lock(cluster: ClusterSpec, break_lock: str | None, out: Console) -> None:
     """break_lock: None (not given), "" (bare --break-lock) or a lock id."""
     if break_lock is None:
         return
@@ -473,7 +486,7 @@ def _optional_lock_id(argv: list[str]) -> list[str]:
     becomes `--break-lock=` here. An ID is what the lock refusal prints: 32 hex digits (never a spec's path)."""
     import re
 
-    out = []
+    out: list[str] = []
     for i, arg in enumerate(argv):
         if arg == "--":
             return out + argv[i:]
@@ -482,10 +495,14 @@ def _optional_lock_id(argv: list[str]) -> list[str]:
     return out
 
 
-def _cli_exception_types() -> tuple[tuple[type, ...], tuple[type, ...]]:
+class _UsageError(Protocol):
+    def show(self) -> None: ...
+
+
+def _cli_exception_types() -> tuple[tuple[type[_UsageError], ...], tuple[type, ...]]:
     """Usage-error and abort classes of the parser: typer's own (it ships its own click since 0.20) and, for older
     typer, click's."""
-    usage: list[type] = []
+    usage: list[type[_UsageError]] = []
     aborts: list[type] = [typer.Abort]
     try:
         from typer._click.exceptions import ClickException as TyperClickException
@@ -503,7 +520,7 @@ def _cli_exception_types() -> tuple[tuple[type, ...], tuple[type, ...]]:
     return tuple(usage), tuple(aborts)
 
 
-def _fail(message: str, findings, code: int) -> None:
+def _fail(message: str, findings: list[Finding] | None, code: int) -> None:
     from clusterctl.cli.output import console
 
     if _state["debug"]:

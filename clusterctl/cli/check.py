@@ -9,13 +9,15 @@ from pathlib import Path
 
 import typer
 
+from clusterctl.cli.output import SpecLoader
+
 
 class CheckOutput(str, Enum):
     text = "text"
     json = "json"
 
 
-def register(app: typer.Typer, load) -> None:
+def register(app: typer.Typer, load: SpecLoader) -> None:
     @app.command()
     def check(
         spec: Path = typer.Argument(..., help="Cluster spec (cluster.yaml)."),

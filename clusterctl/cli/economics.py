@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Optional
 
 import typer
+
+from clusterctl.cli.output import SpecLoader
 from clusterctl.core.providers import traits
 
 
@@ -22,7 +24,7 @@ class StarterProvider(str, Enum):
     onprem = "onprem"
 
 
-def register(app: typer.Typer, load) -> None:
+def register(app: typer.Typer, load: SpecLoader) -> None:
     @app.command()
     def cost(
         spec: Path = typer.Argument(..., help="Cluster spec (cluster.yaml)."),
@@ -57,7 +59,7 @@ def register(app: typer.Typer, load) -> None:
         if prices:
             table = table.merged(PriceTable.from_json(prices.read_text()))
         if refresh_prices:
-            types = sorted({p.instance_type for p in plan.aws_pools} | ({cluster.controller.instance_type} if traits(cluster.controller).rented else set()))
+            types = sorted({p.instance_type for p in plan.aws_pools if p.instance_type} | ({cluster.controller.instance_type} if traits(cluster.controller).rented else set()))
             regions = sorted({p.region for p in plan.aws_pools if p.region} or {"us-east-1"})
             table = table.merged(fetch(types, regions))
         if save_prices:

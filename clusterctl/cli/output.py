@@ -3,13 +3,27 @@
 from __future__ import annotations
 
 import json
+from enum import Enum
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
 from clusterctl.core.findings import Finding, Level
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from clusterctl.spec.cluster import ClusterSpec
+
+
+class SpecLoader(Protocol):
+    """The CLI's spec loader (cli._load), handed to the commands registered from other modules."""
+
+    def __call__(self, spec: Path, fmt: Enum = ...) -> ClusterSpec: ...
 
 STYLE = {Level.ERROR: "bold red", Level.WARNING: "yellow", Level.INFO: "cyan"}
 
 
-def console(stderr: bool = False):
+def console(stderr: bool = False) -> Console:
     from rich.console import Console
 
     return Console(stderr=stderr, highlight=False, soft_wrap=True)
@@ -29,7 +43,7 @@ def print_findings(findings: list[Finding], filename: str | None, stderr: bool =
         out.print(f"[{STYLE[f.level]}]{escape(finding_line(f, filename))}[/]")
 
 
-def envelope(cluster: str | None, ok: bool, **payload) -> str:
+def envelope(cluster: str | None, ok: bool, **payload: Any) -> str:
     """Every command's JSON output: the same first keys, snake_case, then what the command adds."""
     return json.dumps({"cluster": cluster, "ok": ok, **payload}, indent=2) + "\n"
 

@@ -9,13 +9,15 @@ from pathlib import Path
 
 import typer
 
+from clusterctl.cli.output import SpecLoader
+
 
 class Output(str, Enum):
     text = "text"
     json = "json"
 
 
-def register(app: typer.Typer, load) -> None:
+def register(app: typer.Typer, load: SpecLoader) -> None:
     state_app = typer.Typer(help="Where the cluster's state lives.", no_args_is_help=True)
     app.add_typer(state_app, name="state")
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 
-from clusterctl.compile.model import LAB_FIRST_UID, ClusterPlan, Lab, LiveFacts, PoolPlan, SlurmSettings
+from clusterctl.compile.model import (LAB_FIRST_UID, ClusterPlan, Lab, LiveFacts, LocalCache, Mount, Node, PoolPlan,
+                                      SlurmSettings)
 from clusterctl.compile.nccl import nccl_env
 from clusterctl.compile.nodes import controller_node, lab_prefix_len, pool_nodes
 from clusterctl.compile.partitions import partitions
@@ -13,7 +14,7 @@ from clusterctl.compile.topology import assign_leaves
 from clusterctl.compile import vendor
 from clusterctl.spec import effective as eff
 from clusterctl.spec.cluster import ClusterSpec
-from clusterctl.spec.pools import AwsPool
+from clusterctl.spec.pools import AwsPool, Pool
 from clusterctl.core.providers import traits
 
 __all__ = ["ClusterPlan", "LiveFacts", "compile_plan"]
@@ -64,9 +65,9 @@ def compile_plan(spec: ClusterSpec, facts: LiveFacts | None = None) -> ClusterPl
     )
 
 
-def _pool_plan(spec, pool, nodes, all_mounts, cache) -> PoolPlan:
+def _pool_plan(spec: ClusterSpec, pool: Pool, nodes: list[Node], all_mounts: tuple[Mount, ...],
+               cache: LocalCache | None) -> PoolPlan:
     fab, _ = eff.fabric(spec, pool)
-    aws = isinstance(pool, AwsPool)
     nccl = nccl_env(spec, pool)
     return PoolPlan(
         name=pool.name,
@@ -82,16 +83,16 @@ def _pool_plan(spec, pool, nodes, all_mounts, cache) -> PoolPlan:
         nccl_notes=nccl.notes,
         health=health(spec, pool, all_mounts, cache),
         gpu_cores=layout.gpu_cores(eff.gpus_per_node(pool)) if (layout := eff.cpu_layout(pool)) else (),
-        elastic=aws and pool.elastic,
-        instance_type=pool.instance_type if aws else None,
-        region=pool.region if aws else None,
-        availability_zones=tuple(pool.availability_zones) if aws else (),
-        market=pool.market if aws else None,
-        fallback_markets=tuple(pool.fallback_markets) if aws else (),
-        capacity_reservation_id=pool.capacity_reservation_id if aws else None,
+        elastic=isinstance(pool, AwsPool) and pool.elastic,
+        instance_type=pool.instance_type if isinstance(pool, AwsPool) else None,
+        region=pool.region if isinstance(pool, AwsPool) else None,
+        availability_zones=tuple(pool.availability_zones) if isinstance(pool, AwsPool) else (),
+        market=pool.market if isinstance(pool, AwsPool) else None,
+        fallback_markets=tuple(pool.fallback_markets) if isinstance(pool, AwsPool) else (),
+        capacity_reservation_id=pool.capacity_reservation_id if isinstance(pool, AwsPool) else None,
         static_count=eff.static_nodes(pool),
         max_count=eff.max_nodes(pool),
-        ami=pool.ami if aws else None,
+        ami=pool.ami if isinstance(pool, AwsPool) else None,
         os=pool.os,
         repos=vendor.repos(spec, pool),
     )

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from clusterctl.compile.model import ClusterPlan, LiveFacts, Node
+from clusterctl.compile.model import ClusterPlan, LiveFacts, Mount, Node
 from clusterctl.core.providers import traits
 
 
@@ -16,7 +16,7 @@ def _node(n: Node, facts: LiveFacts) -> Node:
     return replace(n, address=facts.addresses.get(n.name), ssh=replace(n.ssh, jump_host=facts.jump_host))
 
 
-def _mount(m, facts: LiveFacts):
+def _mount(m: Mount, facts: LiveFacts) -> Mount:
     return replace(m, source=facts.mount_sources.get(m.mount_point, "")) if m.kind == "fsx-lustre" else m
 
 

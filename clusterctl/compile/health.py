@@ -8,11 +8,13 @@ from clusterctl.catalog.gpus import GPUS
 from clusterctl.compile.model import Health, LocalCache, Mount
 from clusterctl.spec import effective as eff
 from clusterctl.spec.cluster import ClusterSpec
+from clusterctl.spec.fabric import Fabric
+from clusterctl.spec.pools import Pool
 
 FABRIC_MANAGER_GPUS = 8  # HGX baseboards with NVSwitch carry 8 GPUs; 4-GPU boards link GPUs directly
 
 
-def rails(fab) -> tuple[tuple[str, int, int], ...]:
+def rails(fab: Fabric) -> tuple[tuple[str, int, int], ...]:
     """The spec's compute rails by name, each at the fabric's per-port rate (0 = rate not checked)."""
     rate = FABRIC_LINKS[fab.speed].gbps_per_port if fab.speed in FABRIC_LINKS else 0
     out = []
@@ -22,7 +24,7 @@ def rails(fab) -> tuple[tuple[str, int, int], ...]:
     return tuple(out)
 
 
-def health(spec: ClusterSpec, pool, all_mounts: tuple[Mount, ...], cache: LocalCache | None) -> Health:
+def health(spec: ClusterSpec, pool: Pool, all_mounts: tuple[Mount, ...], cache: LocalCache | None) -> Health:
     fab, _ = eff.fabric(spec, pool)
     rdma = fab.type in ("infiniband", "roce")
     ib_ports = (fab.rails or eff.gpus_per_node(pool) or 1) if rdma else 0

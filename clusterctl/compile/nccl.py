@@ -7,9 +7,12 @@ variable deliberately left to NCCL). The spec's explicit values and extra_env wi
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 from clusterctl.spec import effective as eff
 from clusterctl.spec.cluster import ClusterSpec
+from clusterctl.spec.fabric import Fabric
+from clusterctl.spec.pools import Pool
 
 # The guide ("NCCL Timeouts at Scale"): ring all-reduce was fine at 128 GPUs and timed out at 512; tree (O(log N)
 # hops) cut the timeout rate from 15% to 0.3%. Applied from this job span up, to all-reduce only.
@@ -35,7 +38,7 @@ def _version(v: str) -> tuple[int, int]:
     return (parts + [0])[0], (parts + [0, 0])[1]
 
 
-def job_span(spec: ClusterSpec, pool) -> tuple[int, str]:
+def job_span(spec: ClusterSpec, pool: Pool) -> tuple[int, str]:
     """GPUs of the largest job a partition holding this pool allows (all its pools), and which partition."""
     gpus = {p.name: eff.max_nodes(p) * eff.gpus_per_node(p) for p in spec.pools}
     spans = [(sum(gpus.get(n, 0) for n in dict.fromkeys(part.pools)), f"partition {part.name}")
@@ -43,7 +46,7 @@ def job_span(spec: ClusterSpec, pool) -> tuple[int, str]:
     return max(spans or [(gpus[pool.name], f"pool {pool.name}")], key=lambda s: s[0])
 
 
-def nccl_env(spec: ClusterSpec, pool) -> NcclEnv:
+def nccl_env(spec: ClusterSpec, pool: Pool) -> NcclEnv:
     cfg = spec.nccl
     fab, _ = eff.fabric(spec, pool)
     version = _version(spec.software.nccl)
@@ -92,7 +95,7 @@ def nccl_env(spec: ClusterSpec, pool) -> NcclEnv:
     return NcclEnv(tuple(env.items()), tuple(ordered))
 
 
-def _efa(pool, put, notes) -> None:
+def _efa(pool: Pool, put: Callable[[str, str, str], None], notes: list[tuple[str, str]]) -> None:
     """aws-ofi-nccl over libfabric's EFA provider: make the plugin and its tuner findable, leave the algorithm to it."""
     it = eff.instance_type(pool)
     put("LD_LIBRARY_PATH", ":".join(EFA_LIB_DIRS),
@@ -109,7 +112,8 @@ def _efa(pool, put, notes) -> None:
     put("FI_EFA_FORK_SAFE", "1", "data loaders fork; libfabric must tolerate it")
 
 
-def _rdma(spec, fab, version, put, notes) -> None:
+def _rdma(spec: ClusterSpec, fab: Fabric, version: tuple[int, int], put: Callable[[str, str, str], None],
+          notes: list[tuple[str, str]]) -> None:
     if fab.hcas:
         ports = ",".join(h if ":" in h else f"{h}:1" for h in fab.hcas)
         put("NCCL_IB_HCA", f"={ports}", "fabric.hcas: exactly the compute rails ('=' is NCCL's exact match; a bare "

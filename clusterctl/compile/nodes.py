@@ -9,11 +9,11 @@ from ipaddress import IPv4Network
 from clusterctl.compile.model import LiveFacts, Node, SshTarget
 from clusterctl.spec import effective as eff
 from clusterctl.spec.cluster import ClusterSpec
-from clusterctl.spec.pools import AwsPool, LocalPool, OnpremPool
+from clusterctl.spec.pools import AwsPool, LocalPool, OnpremPool, Pool, SshSpec
 from clusterctl.core.providers import traits
 
 
-def ssh_target(ssh) -> SshTarget:
+def ssh_target(ssh: SshSpec) -> SshTarget:
     return SshTarget(ssh.user, ssh.port, ssh.jump_host, ssh.become, ssh.private_key_file, ssh.known_hosts_file)
 
 
@@ -95,7 +95,7 @@ def mem_spec_mb(memory_mb: int | None) -> int:
     return min(memory_mb // 32, MEM_SPEC_MAX_MB)
 
 
-def features(spec: ClusterSpec, pool) -> tuple[str, ...]:
+def features(spec: ClusterSpec, pool: Pool) -> tuple[str, ...]:
     """Slurm node features: what a job may constrain on (-C): pool, GPU, fabric, and for cloud nodes the market."""
     fab, _ = eff.fabric(spec, pool)
     out = [f"pool_{pool.name}", fab.type]

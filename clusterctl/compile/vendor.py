@@ -11,6 +11,7 @@ from clusterctl.compile.model import Repo
 from clusterctl.core.providers import traits
 from clusterctl.spec import vendor_needs
 from clusterctl.spec.cluster import ClusterSpec
+from clusterctl.spec.pools import Pool
 
 VERSION_FIELD = {"cuda": "cuda", "doca": "doca", "lustre": "lustre_client", "efa": "efa_installer", "slurm": "slurm"}
 
@@ -40,7 +41,7 @@ def resolve(spec: ClusterSpec, component: str, os: str) -> Repo | None:
     return Repo(component, row.kind, url, row.suite, key, vr.keyring_name(component), mirror is not None)
 
 
-def repos(spec: ClusterSpec, pool) -> tuple[Repo, ...]:
+def repos(spec: ClusterSpec, pool: Pool | None) -> tuple[Repo, ...]:
     """A node group's repositories. Lab nodes reach no vendor: they get a repository only through `mirrors:`."""
     lab = traits(pool if pool is not None else spec.controller).lab
     os = vendor_needs.os_of(spec, pool)

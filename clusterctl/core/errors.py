@@ -1,5 +1,12 @@
 """One exception root; the CLI prints these without a traceback (use --debug to see one)."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Iterable
+
+if TYPE_CHECKING:
+    from clusterctl.core.findings import Finding
+
 
 class ClusterctlError(Exception):
     """Base of every error clusterctl raises on purpose."""
@@ -10,7 +17,7 @@ class ClusterctlError(Exception):
 class SpecError(ClusterctlError):
     """The spec could not be read or is invalid; carries the findings that say why."""
 
-    def __init__(self, message: str, findings=()):
+    def __init__(self, message: str, findings: Iterable[Finding] = ()):
         super().__init__(message)
         self.findings = list(findings)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import Iterable
 
 
 class Level(str, Enum):
@@ -41,7 +42,7 @@ class Finding:
         }
 
 
-def format_path(parts) -> str:
+def format_path(parts: Iterable[str | int]) -> str:
     """('pools', 1, 'gpus_per_node') -> 'pools[1].gpus_per_node'."""
     out = ""
     for p in parts:

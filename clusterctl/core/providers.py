@@ -4,6 +4,7 @@ compares provider names (the engines that implement a provider live in clusterct
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 
 @dataclass(frozen=True)
@@ -21,6 +22,11 @@ PROVIDERS: dict[str, ProviderTraits] = {
 }
 
 
-def traits(item) -> ProviderTraits:
+class HasProvider(Protocol):
+    @property
+    def provider(self) -> str: ...
+
+
+def traits(item: HasProvider) -> ProviderTraits:
     """The traits of anything with a `provider` name: a spec pool or controller, a compiled node or pool."""
     return PROVIDERS[item.provider]

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
+from clusterctl.diff.files import Hunk
 from clusterctl.diff.report import POLICY_MEANING, PlanReport
 
 
@@ -18,12 +20,12 @@ def _summary(r: PlanReport) -> str:
     )
 
 
-def _value(v) -> str:
+def _value(v: Any) -> str:
     s = json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else str(v)
     return s if len(s) <= 80 else s[:77] + "..."
 
 
-def _line_tag(h, i: int) -> str:
+def _line_tag(h: Hunk, i: int) -> str:
     """Name a line's policy only where the hunk mixes policies; otherwise the header says it."""
     if len(set(h.line_policies.values())) < 2 or i not in h.line_policies:
         return ""

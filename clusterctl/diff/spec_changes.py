@@ -9,7 +9,7 @@ from __future__ import annotations
 import types
 import typing
 from dataclasses import dataclass
-from typing import Any, Literal, Union, get_args, get_origin
+from typing import Any, Iterable, Literal, Union, get_args, get_origin
 
 
 from clusterctl.spec.base import SpecModel, UpdatePolicy, field_policy
@@ -32,7 +32,7 @@ class FieldChange:
         return {"path": self.path, "old": self.old, "new": self.new, "policy": self.policy.value, "kind": self.kind}
 
 
-def _models_in(annotation) -> list[type[SpecModel]]:
+def _models_in(annotation: Any) -> list[type[SpecModel]]:
     """The spec model classes an annotation can hold (unwrapping Optional, Annotated, Union)."""
     origin = get_origin(annotation)
     if origin is typing.Annotated:
@@ -44,7 +44,7 @@ def _models_in(annotation) -> list[type[SpecModel]]:
     return []
 
 
-def _list_item_models(annotation) -> list[type[SpecModel]]:
+def _list_item_models(annotation: Any) -> list[type[SpecModel]]:
     origin = get_origin(annotation)
     if origin is typing.Annotated:
         return _list_item_models(get_args(annotation)[0])
@@ -69,7 +69,7 @@ def _pick(models: list[type[SpecModel]], value: dict) -> type[SpecModel] | None:
     return models[0] if models else None
 
 
-def _item_key(item) -> tuple[str, Any] | None:
+def _item_key(item: Any) -> tuple[str, Any] | None:
     if isinstance(item, dict):
         for k in ITEM_KEYS:
             if k in item:
@@ -77,7 +77,7 @@ def _item_key(item) -> tuple[str, Any] | None:
     return None
 
 
-def _shrinks(old, new) -> bool:
+def _shrinks(old: Any, new: Any) -> bool:
     if isinstance(old, bool) or isinstance(new, bool):
         return False
     if isinstance(old, (int, float)) and isinstance(new, (int, float)):
@@ -87,7 +87,7 @@ def _shrinks(old, new) -> bool:
     return False
 
 
-def _label(steps) -> str:
+def _label(steps: Iterable[str | int | tuple[str, Any]]) -> str:
     out = ""
     for s in steps:
         if isinstance(s, tuple):
@@ -128,7 +128,7 @@ def _walk(model: type[SpecModel], old: dict, new: dict, steps: tuple, inherited:
             out.append(FieldChange(_label(here), here, o, n, policy, "changed"))
 
 
-def _walk_items(models, old: list, new: list, steps: tuple, policy: UpdatePolicy, out: list) -> None:
+def _walk_items(models: list[type[SpecModel]], old: list, new: list, steps: tuple, policy: UpdatePolicy, out: list) -> None:
     old_by = {_item_key(x): x for x in old}
     new_by = {_item_key(x): x for x in new}
     for k, item in new_by.items():
@@ -176,12 +176,12 @@ def apply_change(spec: dict, change: FieldChange) -> dict:
     return out
 
 
-def _step(node, s):
+def _step(node: Any, s: str | int | tuple[str, Any]) -> Any:
     if isinstance(s, tuple):
         return next(x for x in node if _item_key(x) == s)
     return node[s]
 
 
-def max_policy(policies) -> UpdatePolicy | None:
+def max_policy(policies: Iterable[UpdatePolicy]) -> UpdatePolicy | None:
     policies = list(policies)
     return max(policies, key=_rank) if policies else None

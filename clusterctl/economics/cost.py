@@ -11,12 +11,17 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Iterable
 
 from clusterctl.catalog.instances import INSTANCE_TYPES
 from clusterctl.catalog.prices import DEFAULT_REGION, HOURS_PER_MONTH, PriceTable
 from clusterctl.compile.model import ClusterPlan, PoolPlan
 from clusterctl.economics.owned import OwnedCost, OwnedCostParams, break_even_months, owned_cost
 from clusterctl.core.providers import traits
+from clusterctl.spec.cluster import ClusterSpec
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 @dataclass
@@ -86,7 +91,7 @@ class CostReport:
         }
 
 
-def rent_equivalent(gpu_model: str | None, gpus_per_node: int, prices: PriceTable, region: str = DEFAULT_REGION):
+def rent_equivalent(gpu_model: str | None, gpus_per_node: int, prices: PriceTable, region: str = DEFAULT_REGION) -> str | None:
     """The AWS instance type that rents the same node (same GPU model and count), preferring one with a price."""
     types = sorted(t.name for t in INSTANCE_TYPES.values() if t.gpu == gpu_model and t.gpus == gpus_per_node)
     priced = [t for t in types if prices.quote(t, region, "on-demand").usd_per_hour is not None]
@@ -164,7 +169,7 @@ def rent_vs_buy(pool: PoolPlan, prices: PriceTable, params: OwnedCostParams, uti
                      own.capex_usd, own.opex_month_usd, own.monthly_usd, months, verdict, notes)
 
 
-def estimate_cost(spec, plan: ClusterPlan | None = None, prices: PriceTable | None = None,
+def estimate_cost(spec: ClusterSpec, plan: ClusterPlan | None = None, prices: PriceTable | None = None,
                   params: OwnedCostParams = OwnedCostParams(), utilization: float = 1.0) -> CostReport:
     """Pure: the spec (and its compiled plan) and the price table in, the report out."""
     from clusterctl.compile import compile_plan
@@ -204,13 +209,13 @@ def _usd(v: float | None) -> str:
     return "n/a" if v is None else f"${v:,.2f}"
 
 
-def print_cost(console, report: CostReport) -> None:
+def print_cost(console: Console, report: CostReport) -> None:
     from rich.markup import escape
     from rich.table import Table
 
     notes: list[str] = []
 
-    def ref(items) -> str:
+    def ref(items: Iterable[str]) -> str:
         marks = []
         for n in items:
             notes.append(n)

@@ -15,12 +15,16 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from clusterctl.core import hostlist
 from clusterctl.catalog.fabrics import ETHERNET_GPU_LIMIT
 from clusterctl.catalog.gpus import GPUS, GpuModel
 from clusterctl.catalog.instances import INSTANCE_TYPES
 from clusterctl.core.errors import ClusterctlError
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 STATE_BYTES_PER_PARAM = {
     "bf16 weights": 2,
@@ -98,7 +102,7 @@ def training_days(flops: float, gpus: int, tflops: float, mfu: float) -> float:
     return flops / (gpus * tflops * 1e12 * mfu) / 86400
 
 
-def estimate_size(params, tokens, gpu: str = "h100", mfu: float = DEFAULT_MFU, gpus: int | None = None,
+def estimate_size(params: str | float, tokens: str | float, gpu: str = "h100", mfu: float = DEFAULT_MFU, gpus: int | None = None,
                   gpus_per_node: int = 8) -> SizeEstimate:
     n, t = parse_count(params), parse_count(tokens)
     if not 0 < mfu <= 1:
@@ -246,7 +250,7 @@ def _tb(b: float) -> str:
     return f"{b / 1e12:.2f} TB" if b >= 1e12 else f"{b / 1e9:.1f} GB"
 
 
-def print_size(console, est: SizeEstimate) -> None:
+def print_size(console: Console, est: SizeEstimate) -> None:
     from rich.table import Table
 
     console.print(f"[bold]{est.params / 1e9:g}B parameters, {est.tokens / 1e12:g}T tokens, {est.gpu} "

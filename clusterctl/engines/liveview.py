@@ -5,19 +5,25 @@ Subclasses fold engine events into their state, call `refresh()` after each, and
 from __future__ import annotations
 
 import time
+from types import TracebackType
+from typing import TYPE_CHECKING, Literal, Self
+
+if TYPE_CHECKING:
+    from rich.console import Console, RenderableType
+    from rich.live import Live
 
 REFRESH_EVERY = 0.2  # seconds between redraws: engines emit events far faster than a terminal needs
 
 
 class LiveView:
-    def __init__(self, console, title: str, quiet: bool = False):
+    def __init__(self, console: Console, title: str, quiet: bool = False) -> None:
         self.console = console
         self.title = title
         self.quiet = quiet
-        self.live = None
+        self.live: Live | None = None
         self._last = 0.0
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         if not self.quiet and self.console.is_terminal:
             from rich.live import Live
 
@@ -27,10 +33,11 @@ class LiveView:
             self.console.print(f"{self.title} ...")
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> Literal[False]:
         if self.live is not None:
             self.live.update(self._table())
-            self.live.__exit__(*exc)
+            self.live.__exit__(exc_type, exc, tb)
         return False
 
     def refresh(self) -> None:
@@ -43,5 +50,5 @@ class LiveView:
         if self.live is None and not self.quiet:
             self.console.print(line, highlight=False)
 
-    def _table(self):
+    def _table(self) -> RenderableType:
         raise NotImplementedError

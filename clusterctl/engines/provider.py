@@ -14,6 +14,7 @@ from typing import Any, Callable, Protocol
 
 from clusterctl.compile.model import ClusterPlan, LiveFacts
 from clusterctl.state import ClusterState
+from clusterctl.spec.cluster import ClusterSpec
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,7 @@ REGISTRY = {
 }
 
 
-def providers_for(spec_or_plan) -> list[Provider]:
+def providers_for(spec_or_plan: ClusterSpec | ClusterPlan) -> list[Provider]:
     """The providers a cluster uses (its controller's and its pools'), each once, in REGISTRY order."""
     used = {spec_or_plan.controller.provider} | {p.provider for p in spec_or_plan.pools}
     out = []

@@ -6,22 +6,27 @@ known_hosts on first contact."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from clusterctl.engines.ssh import hostkeys
 from clusterctl.engines.ansible.settings import SshOptions
-from clusterctl.compile.model import ClusterPlan
-from clusterctl.engines.provider import SshIdentity, providers_for
+from clusterctl.compile.model import ClusterPlan, Node
+from clusterctl.engines.provider import Provider, SshIdentity, providers_for
 from clusterctl.engines.ssh.remote import Remote
 from clusterctl.state import ClusterState
+
+if TYPE_CHECKING:
+    from clusterctl.engines.local import Lab
 
 
 @dataclass
 class Access:
     ssh: SshOptions
-    lab: object | None  # clusterctl.engines.local.Lab when the cluster has lab nodes
+    lab: Lab | None  # when the cluster has lab nodes
     identities: dict[str, SshIdentity | None] = field(default_factory=dict)  # provider name -> what it said
 
-    def remote(self, node) -> Remote:
+    def remote(self, node: Node) -> Remote:
         return Remote(node, self.ssh)
 
 
@@ -38,13 +43,15 @@ def ssh_hosts(plan: ClusterPlan) -> set[tuple[str, int]]:
     return out
 
 
-def ssh_options(plan: ClusterPlan, state: ClusterState, private_key=None, known_hosts=None, tofu=True) -> SshOptions:
+def ssh_options(plan: ClusterPlan, state: ClusterState, private_key: Path | None = None, known_hosts: Path | None = None,
+                tofu: bool = True) -> SshOptions:
     known = known_hosts or state.known_hosts_path
     config = hostkeys.write_config(state.dir / "ssh_config", known, ssh_hosts(plan), tofu=tofu)
     return SshOptions(private_key=private_key, known_hosts=known, config=config)
 
 
-def access_for(plan: ClusterPlan, state: ClusterState, log=print, providers=None) -> Access:
+def access_for(plan: ClusterPlan, state: ClusterState, log: Callable[[str], None] = print,
+               providers: Sequence[Provider] | None = None) -> Access:
     """One SSH setup for the whole cluster from what its providers say: a lab's own key and known_hosts when the
     cluster has lab nodes, else a cloud admin key when one is made, else the user's own setup."""
     ids = {p.name: p.identity(plan, state, log) for p in (providers if providers is not None else providers_for(plan))}

@@ -8,12 +8,22 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING, Callable
 
 from clusterctl.diff import build_report
 from clusterctl.diff.report import PlanReport
 from clusterctl.core.errors import ClusterctlError
 from clusterctl.render.compiled import Compiled
 from clusterctl.state import Applied, ClusterState
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from clusterctl.compile.model import ClusterPlan
+    from clusterctl.core.findings import Finding
+    from clusterctl.engines.aws.automation import Preview
+    from clusterctl.ops.access import Access
+    from clusterctl.ops.up import UpReport
 
 
 class StalePlan(ClusterctlError):
@@ -62,7 +72,7 @@ def check_policy(report: PlanReport, allow_replace: bool) -> None:
         )
 
 
-def reviewed_cloud(saved: dict | None, confirm):
+def reviewed_cloud(saved: dict | None, confirm: Callable[[Preview], bool] | None) -> Callable[[Preview], bool] | None:
     """apply --plan: what Pulumi previews now must be what the plan's reviewers saw (the same resources, each with
     the same operation); a stack that moved since (a console edit, a plain `pulumi up`) makes the plan stale.
     Plans made where no preview was possible (no CLI, no stack yet) said so; for those the confirmation decides."""
@@ -72,7 +82,7 @@ def reviewed_cloud(saved: dict | None, confirm):
 
     reviewed = sorted((s["op"], s["type"], s["name"]) for s in cloud.get("steps", []))
 
-    def gate(preview) -> bool:
+    def gate(preview: Preview) -> bool:
         now = sorted(tuple(s) for s in preview.steps)
         if now != reviewed:
             extra, gone = sorted(set(now) - set(reviewed)), sorted(set(reviewed) - set(now))
@@ -92,8 +102,10 @@ def load_saved(path: Path) -> dict:
         raise ClusterctlError(f"{path}: not a saved plan ({e}); save one with `clusterctl plan SPEC --out {path}`") from None
 
 
-def apply(compiled: Compiled, console, plan_file: Path | None = None, allow_replace: bool = False,
-          quiet: bool = False, confirm=None, on_findings=None):
+def apply(compiled: Compiled, console: Console, plan_file: Path | None = None, allow_replace: bool = False,
+          quiet: bool = False, confirm: Callable[[Preview], bool] | None = None,
+          on_findings: Callable[[list[Finding]], None] | None = None,
+          ) -> tuple[PlanReport, UpReport | None, ClusterPlan | None, Access | None]:
     """Returns (report, up_report, plan, access); up_report is None when there was nothing to do.
     compiled: the spec compiled once by the caller; the gates and the converge all use it."""
     from clusterctl.engines.provider import providers_for

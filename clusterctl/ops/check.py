@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import json
 from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any, Callable
 
-from clusterctl.compile.model import ClusterPlan, Node
+from clusterctl.compile.model import ClusterPlan, Node, PoolPlan
 from clusterctl.ops.checkkit import (  # noqa: F401 - the checks' vocabulary, re-exported for callers and tests
     PASS,
     FAIL,
@@ -57,6 +58,13 @@ from clusterctl.ops.checkkit import (  # noqa: F401 - the checks' vocabulary, re
     exporters_row,
 )
 
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from clusterctl.ops.access import Access
+    from clusterctl.spec.cluster import ClusterSpec
+    from clusterctl.state import ClusterState
+
 
 def check_cluster(plan: ClusterPlan, run: Runner, nccl_tolerance: float = DEFAULT_NCCL_TOLERANCE,
                   workers: int = 16, straggler_tolerance: float | None = None, drain_stragglers: bool = False) -> list[CheckRow]:
@@ -66,7 +74,7 @@ def check_cluster(plan: ClusterPlan, run: Runner, nccl_tolerance: float = DEFAUL
     rows: list[CheckRow] = []
     targets = [(pool, n) for pool in plan.pools for n in static_nodes(plan, pool)]
 
-    def probe(item):
+    def probe(item: tuple[PoolPlan, Node]) -> CommandResult:
         pool, n = item
         return _safe(run, n, probe_command(pool.health.mounts), 120)
 
@@ -78,8 +86,8 @@ def check_cluster(plan: ClusterPlan, run: Runner, nccl_tolerance: float = DEFAUL
             probes[n.name] = None
             rows.append(CheckRow("reachable", n.name, FAIL, f"cannot run commands on {n.name}: {_last_line(r)}"))
             continue
-        probes[n.name] = parse_probe(r.stdout)
-        rows += node_rows(plan, pool, n, probes[n.name])
+        probes[n.name] = parsed = parse_probe(r.stdout)
+        rows += node_rows(plan, pool, n, parsed)
     for pool in plan.pools:
         names = [n.name for n in static_nodes(plan, pool)]
         if not names:
@@ -102,7 +110,7 @@ def rows_ok(rows: list[CheckRow]) -> bool:
     return not any(r.status == FAIL for r in rows)
 
 
-def ssh_runner(plan: ClusterPlan, access) -> Runner:
+def ssh_runner(plan: ClusterPlan, access: Access) -> Runner:
     def run(node: Node, command: str, timeout: float) -> CommandResult:
         r = access.remote(node).run(command, timeout=timeout, check=False)
         return CommandResult(r.returncode, r.stdout, r.stderr)
@@ -110,8 +118,9 @@ def ssh_runner(plan: ClusterPlan, access) -> Runner:
     return run
 
 
-def run_checks(spec, log=lambda msg: None, nccl_tolerance: float = DEFAULT_NCCL_TOLERANCE,
-               state=None, **straggler_opts) -> tuple[list[CheckRow], bool]:
+def run_checks(spec: ClusterSpec, log: Callable[[str], None] = lambda msg: None,
+               nccl_tolerance: float = DEFAULT_NCCL_TOLERANCE, state: ClusterState | None = None,
+               **straggler_opts: Any) -> tuple[list[CheckRow], bool]:  # check_cluster's straggler options
     """The CLI's entry point: compile the spec, reach the nodes as `up` does, run every check.
     state: the cluster's ClusterState (default: ClusterState.for_spec(spec) under $CLUSTERCTL_STATE_DIR)."""
     from clusterctl.ops.access import access_for
@@ -135,7 +144,7 @@ def check_json(cluster: str, rows: list[CheckRow]) -> str:
                       indent=2) + "\n"
 
 
-def print_checks(console, cluster: str, rows: list[CheckRow]) -> None:
+def print_checks(console: Console, cluster: str, rows: list[CheckRow]) -> None:
     from rich.markup import escape
     from rich.table import Table
 

@@ -92,7 +92,8 @@ class Probe:
 
 
 def parse_probe(text: str) -> Probe:
-    p = Probe(mounts={})
+    mounts: dict[str, bool] = {}
+    p = Probe(mounts=mounts)
     ports = []
     for line in text.splitlines():
         key, _, value = line.strip().partition("=")
@@ -110,7 +111,7 @@ def parse_probe(text: str) -> Probe:
                 ports.append((parts[0], parts[1], parts[2]))
         elif key == "mount":
             path, _, ok = value.rpartition(" ")
-            p.mounts[path] = ok == "yes"
+            mounts[path] = ok == "yes"
         elif key == "nccl_tests":
             p.nccl_tests = value == "present"
         elif key == "nccl_mpi":
@@ -315,12 +316,13 @@ def nccl_skip(plan: ClusterPlan, pool: PoolPlan, nodes: list[Node], probes: dict
     unreachable = [n for n in names if probes.get(n) is None]
     if unreachable:
         return f"nodes not reachable: {hostlist.compress(unreachable)}"
-    no_driver = [n for n in names if not probes[n].nvidia_smi]
+    reached = {n: p for n, p in probes.items() if p is not None}
+    no_driver = [n for n in names if not reached[n].nvidia_smi]
     if no_driver:
         why = ("lab nodes with fake /dev/nvidiaN device files, no GPUs or CUDA for NCCL"
                if all(traits(n).lab for n in nodes) else "no NVIDIA driver (nvidia-smi)")
         return f"{why}: {hostlist.compress(no_driver)}"
-    no_tests = [n for n in names if not probes[n].nccl_tests]
+    no_tests = [n for n in names if not reached[n].nccl_tests]
     if no_tests:
         return f"{NCCL_TESTS} missing on {hostlist.compress(no_tests)} (the nccl role builds it where CUDA is)"
     return None
@@ -365,7 +367,7 @@ def run_all_reduce(plan: ClusterPlan, pool: PoolPlan, run: Runner, nodes: list[N
 
 def mpi_option(plan: ClusterPlan, run: Runner, nodes: list[Node], probes: dict[str, Probe | None]) -> str:
     """--mpi=pmix for an MPI build of nccl-tests where Slurm has PMIx; nothing otherwise."""
-    if not all(probes[n.name] and probes[n.name].nccl_mpi for n in nodes):
+    if not all((p := probes[n.name]) is not None and p.nccl_mpi for n in nodes):
         return ""
     mpi = _safe(run, plan.controller, "srun --mpi=list 2>&1", 30)
     return " --mpi=pmix" if "pmix" in mpi.stdout else ""

@@ -5,6 +5,7 @@ destroyed. Refuses while jobs run unless forced."""
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 from clusterctl.engines.ansible.progress import Progress, print_recap
 from clusterctl.engines.provider import Context, providers_for
@@ -18,6 +19,11 @@ from clusterctl.render import layout
 from clusterctl.state import ClusterState
 from clusterctl.core.providers import traits
 
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from clusterctl.ops.access import Access
+
 
 class JobsRunning(ClusterctlError):
     pass
@@ -27,7 +33,7 @@ def plan_from_build(build: dict[str, str]) -> dict:
     return json.loads(build[layout.PLAN_JSON])
 
 
-def running_jobs(access, plan: ClusterPlan) -> list[str]:
+def running_jobs(access: Access, plan: ClusterPlan) -> list[str]:
     try:
         r = access.remote(plan.controller).run("squeue -h -t RUNNING,COMPLETING -o '%i %u %j %N'", timeout=30)
     except RemoteError:
@@ -35,7 +41,7 @@ def running_jobs(access, plan: ClusterPlan) -> list[str]:
     return [ln for ln in r.stdout.splitlines() if ln.strip()]
 
 
-def down(compiled: Compiled, console, force: bool = False, quiet: bool = False) -> dict:
+def down(compiled: Compiled, console: Console, force: bool = False, quiet: bool = False) -> dict:
     from clusterctl.ops.up import check_tools
 
     providers = providers_for(compiled.spec)
@@ -77,7 +83,7 @@ def down(compiled: Compiled, console, force: bool = False, quiet: bool = False) 
         return result
 
 
-def _controller_up(access, plan) -> bool:
+def _controller_up(access: Access, plan: ClusterPlan) -> bool:
     if access.lab is not None:
         return any(s.running for s in access.lab.status() if s.name == plan.controller.name)
     return True

@@ -4,6 +4,9 @@ Exit 0: no drift, 2: drift, 1: could not tell."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import TYPE_CHECKING
+
 from rich.markup import escape
 
 from clusterctl.ops.access import access_for
@@ -13,8 +16,15 @@ from clusterctl.core.providers import traits
 from clusterctl.ops.phases import Phases
 from clusterctl.state import ClusterState
 
+if TYPE_CHECKING:
+    from rich.console import Console
 
-def drift(compiled, console=None) -> dict:
+    from clusterctl.compile.model import ClusterPlan
+    from clusterctl.ops.access import Access
+    from clusterctl.render.compiled import Compiled
+
+
+def drift(compiled: Compiled, console: Console | None = None) -> dict:
     from clusterctl.render.write import read_build
 
     state = ClusterState.for_spec(compiled.spec)
@@ -26,7 +36,7 @@ def drift(compiled, console=None) -> dict:
     access = access_for(plan, state, lambda m: None)
     with phases.phase("hosts"):
         hosts = check_applied(applied, access, state, console)
-    report = {"cluster": compiled.name, "hosts": hosts, "cloud": None}
+    report: dict = {"cluster": compiled.name, "hosts": hosts, "cloud": None}
     with phases.phase("cloud"):
         if plan.aws_pools or traits(plan.controller).rented:
             from clusterctl.engines.aws.burst.plan import plan_from_json
@@ -41,13 +51,13 @@ def drift(compiled, console=None) -> dict:
     return report
 
 
-def check_applied(applied, access, state, console):
+def check_applied(applied: Path, access: Access, state: ClusterState, console: Console | None) -> dict:
     from clusterctl.ops.hostcheck import check_hosts
 
     return check_hosts(applied, access, ensure_munge_key(state), console)
 
 
-def cloud_drift(applied_plan, state) -> dict:
+def cloud_drift(applied_plan: ClusterPlan, state: ClusterState) -> dict:
     """A refresh-preview of the stack with the applied build's config: anything it would change has drifted."""
     from clusterctl.engines.aws import automation
     from clusterctl.engines.aws.up import existing_stack_or_reason, stack_settings
@@ -60,7 +70,7 @@ def cloud_drift(applied_plan, state) -> dict:
     return {"checked": True, "changes": changes}
 
 
-def print_drift(console, report: dict) -> None:
+def print_drift(console: Console, report: dict) -> None:
     by_host = report["hosts"]["by_host"]
     for host, info in by_host.items():
         for c in info["changes"]:

@@ -4,10 +4,16 @@ file, without changing anything. `plan --hosts` runs it with the new build, `dri
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from clusterctl.engines.ansible.progress import Progress
 from clusterctl.engines.ansible.runner import PlaybookRun, run_playbook
 from clusterctl.state.secrets import playbook_vars
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from clusterctl.ops.access import Access
 
 
 def _files(res: dict) -> list[str]:
@@ -36,7 +42,7 @@ def _files(res: dict) -> list[str]:
     return out
 
 
-def check_hosts(build_dir: Path, access, munge_key: Path, console=None, quiet: bool = True) -> dict:
+def check_hosts(build_dir: Path, access: Access, munge_key: Path, console: Console | None = None, quiet: bool = True) -> dict:
     by_host: dict[str, dict] = {}
 
     def record(event: dict) -> None:
@@ -50,7 +56,7 @@ def check_hosts(build_dir: Path, access, munge_key: Path, console=None, quiet: b
                       check=True, diff=True)
     if console is not None:
         with Progress(console, "checking hosts (check mode)", quiet=quiet) as progress:
-            def both(ev):
+            def both(ev: dict) -> None:
                 progress.event(ev)
                 record(ev)
             result = run_playbook(run, both)

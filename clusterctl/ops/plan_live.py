@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 from clusterctl.diff.report import PlanReport
 from clusterctl.render import layout
 
+if TYPE_CHECKING:
+    from clusterctl.render.compiled import Compiled
+    from clusterctl.state import ClusterState
 
-def add_cost(report: PlanReport, old_build: dict[str, str], compiled) -> None:
+
+def add_cost(report: PlanReport, old_build: dict[str, str], compiled: Compiled) -> None:
     """Monthly cost before and after (from the dated price table): what the change costs in money."""
     from clusterctl.economics.cost import estimate_cost
     from clusterctl.spec.cluster import ClusterSpec
@@ -24,7 +29,7 @@ def add_cost(report: PlanReport, old_build: dict[str, str], compiled) -> None:
     }
 
 
-def add_hosts(report: PlanReport, compiled, state) -> None:
+def add_hosts(report: PlanReport, compiled: Compiled, state: ClusterState) -> None:
     """Ansible check mode with the new build on the live hosts (needs the cluster to be up)."""
     from clusterctl.ops.access import access_for
     from clusterctl.ops.hostcheck import check_hosts
@@ -36,7 +41,7 @@ def add_hosts(report: PlanReport, compiled, state) -> None:
     report.hosts = check_hosts(build, access_for(compiled.plan, state, lambda m: None), ensure_munge_key(state))
 
 
-def add_cloud(report: PlanReport, compiled, state) -> None:
+def add_cloud(report: PlanReport, compiled: Compiled, state: ClusterState) -> None:
     """What each provider's own engine would change (the Pulumi preview of the aws stack); None where none has one."""
     from clusterctl.engines.provider import providers_for
 

@@ -5,6 +5,8 @@ The controller goes first (it only reloads); nodes the change does not touch are
 from __future__ import annotations
 
 import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable
 
 from clusterctl.core import hostlist
 from clusterctl.engines.ansible.result import Failure, RunResult, merge
@@ -12,6 +14,12 @@ from clusterctl.ops.smoke import node_states
 from clusterctl.compile.model import ClusterPlan
 from clusterctl.diff.report import PlanReport
 from clusterctl.render import layout
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from clusterctl.engines.ssh.remote import Remote
+    from clusterctl.ops.access import Access
 
 DRAINED = {"drained", "down", "drain"}  # sinfo %T once no job runs on a drained node
 DISRUPTIVE = ("drain", "replace")  # policies whose nodes are taken out of service while they change
@@ -61,11 +69,12 @@ def batches(nodes: list[str], size: int) -> list[list[str]]:
 class Rollout:
     """Callable handed to `up`: converges the cluster in phases (see the module docstring)."""
 
-    def __init__(self, report: PlanReport, console, quiet: bool, fast: bool = True, log=None):
+    def __init__(self, report: PlanReport, console: Console, quiet: bool, fast: bool = True,
+                 log: Callable[[str], None] | None = None) -> None:
         self.report, self.console, self.quiet, self.fast = report, console, quiet, fast
         self.log = log or (lambda m: None)
 
-    def __call__(self, plan, build, access, key) -> tuple[RunResult, list[dict]]:
+    def __call__(self, plan: ClusterPlan, build: Path, access: Access, key: Path) -> tuple[RunResult, list[dict]]:
         from clusterctl.ops.up import converge
 
         ctl = access.remote(plan.controller)
@@ -103,7 +112,7 @@ class Rollout:
             run(",".join(rest), "remaining nodes (live)")
         return merge(results), timeline
 
-    def _drain(self, ctl, nodes: list[str], plan, timeline: list[dict], why: str) -> dict:
+    def _drain(self, ctl: Remote, nodes: list[str], plan: ClusterPlan, timeline: list[dict], why: str) -> dict:
         hl = hostlist.compress(nodes)
         entry = {"nodes": nodes, "why": why, "drained_at": time.time()}
         timeline.append(entry)

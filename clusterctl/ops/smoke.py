@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass
 
 from clusterctl.core import hostlist
-from clusterctl.compile.model import ClusterPlan
+from clusterctl.compile.model import ClusterPlan, PoolPlan
 from clusterctl.engines.ssh.remote import Remote, RemoteError
 
 READY = {"idle", "mixed", "allocated", "completing"}
@@ -74,7 +74,7 @@ def smoke_partition(plan: ClusterPlan, names: list[str]) -> str | None:
     return min(parts, key=lambda p: p.priority_tier).name if parts else None
 
 
-def smoke_command(plan: ClusterPlan, pool, names: list[str]) -> str:
+def smoke_command(plan: ClusterPlan, pool: PoolPlan, names: list[str]) -> str:
     part = smoke_partition(plan, names)
     gres = f" --gres=gpu:{pool.gpus_per_node}" if pool.gpus_per_node else ""
     return (f"srun{' -p ' + part if part else ''} --immediate={IMMEDIATE_SECONDS} -w {hostlist.compress(names)} "
@@ -106,6 +106,7 @@ def run_smoke(plan: ClusterPlan, ctl: Remote, timeout: float = 240) -> list[Smok
             continue
         idle, why_not = idle_nodes(names, states)
         if not idle:
+            assert why_not is not None  # idle_nodes gives a reason whenever it finds no idle node
             out.append(SmokeResult(pool.name, "", True, why_not, skipped=True))
             continue
         cmd = smoke_command(plan, pool, idle)

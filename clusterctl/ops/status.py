@@ -3,14 +3,23 @@ container runs)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.markup import escape
 
 from clusterctl.ops.access import access_for
 from clusterctl.engines.ssh.remote import RemoteError
 from clusterctl.state import ClusterState
 
+if TYPE_CHECKING:
+    from rich.console import Console
 
-def slurm_nodes(access, plan) -> tuple[dict[str, dict], str | None]:
+    from clusterctl.compile.model import ClusterPlan
+    from clusterctl.ops.access import Access
+    from clusterctl.render.compiled import Compiled
+
+
+def slurm_nodes(access: Access, plan: ClusterPlan) -> tuple[dict[str, dict], str | None]:
     try:
         r = access.remote(plan.controller).run("sinfo -h -N -o '%N|%T|%G|%E'", timeout=30)
     except RemoteError as e:
@@ -22,7 +31,7 @@ def slurm_nodes(access, plan) -> tuple[dict[str, dict], str | None]:
     return out, None
 
 
-def status(compiled, console=None) -> dict:
+def status(compiled: Compiled, console: Console | None = None) -> dict:
     state = ClusterState.for_spec(compiled.spec)
     plan = compiled.plan
     applied = bool(state.applied_build())
@@ -39,7 +48,7 @@ def status(compiled, console=None) -> dict:
     return {"cluster": plan.name, "applied": applied, "controller_error": error, "nodes": nodes}
 
 
-def print_status(console, info: dict) -> None:
+def print_status(console: Console, info: dict) -> None:
     from rich.table import Table
 
     t = Table(title=f"cluster {info['cluster']}" + ("" if info["applied"] else " (not applied yet)"))

@@ -35,12 +35,13 @@ def pair_rounds(nodes: list[Node]) -> list[list[tuple[Node, Node]]]:
     return rounds
 
 
-def measure(plan: ClusterPlan, pool: PoolPlan, run: c.Runner, nodes: list[Node], probes: dict, workers: int = 16):
+def measure(plan: ClusterPlan, pool: PoolPlan, run: c.Runner, nodes: list[Node], probes: dict[str, c.Probe | None],
+            workers: int = 16) -> tuple[dict[str, float], dict[str, float], dict[str, str]]:
     """-> (alone {node: busbw}, pair {node: best pair busbw}, errors {what: why})."""
     mpi = c.mpi_option(plan, run, nodes, probes)
     errors: dict[str, str] = {}
 
-    def go(group: list[Node]):
+    def go(group: list[Node]) -> tuple[list[Node], tuple[dict | None, str]]:
         return group, c.run_all_reduce(plan, pool, run, group, mpi)
 
     alone: dict[str, float] = {}

@@ -12,6 +12,7 @@ from rich.markup import escape
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from clusterctl.engines.ansible.progress import Progress, print_recap
 from clusterctl.engines.ansible.result import RunResult
@@ -26,6 +27,12 @@ from clusterctl.engines.provider import Context, providers_for
 from clusterctl.render.compiled import Compiled
 from clusterctl.render.write import write_build
 from clusterctl.state import ClusterState
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from clusterctl.core.findings import Finding
+    from clusterctl.engines.provider import Provider
 
 
 class ApplyError(ClusterctlError):
@@ -78,7 +85,7 @@ def summary_dict(plan: ClusterPlan, access: Access | None) -> dict:
     }
 
 
-def converge(plan_build: Path, access: Access, munge_key: Path, console, quiet: bool, check: bool = False,
+def converge(plan_build: Path, access: Access, munge_key: Path, console: Console, quiet: bool, check: bool = False,
              diff: bool = False, fast: bool = True, title: str = "converging", limit: str | None = None) -> RunResult:
     run = PlaybookRun(
         build_dir=plan_build,
@@ -93,14 +100,17 @@ def converge(plan_build: Path, access: Access, munge_key: Path, console, quiet: 
         return run_playbook(run, on_event=progress.event)
 
 
-def check_tools(providers) -> None:
+def check_tools(providers: Iterable[Provider]) -> None:
     """Before anything changes, the state dir included: every provider's tools are there (e.g. the Pulumi CLI)."""
     for p in providers:
         p.check_tools()
 
 
-def up(compiled: Compiled, console, quiet: bool = False, fast: bool = True, confirm=None, on_findings=None,
-       locked: bool = False, rollout=None, state: ClusterState | None = None) -> tuple[UpReport, ClusterPlan, Access]:
+def up(compiled: Compiled, console: Console, quiet: bool = False, fast: bool = True,
+       confirm: Callable[[Any], bool] | None = None,  # gets the provider's preview (aws: automation.Preview)
+       on_findings: Callable[[list[Finding]], None] | None = None,
+       locked: bool = False, rollout: Callable[[ClusterPlan, Path, Access, Path], tuple[RunResult, list[dict]]] | None = None,
+       state: ClusterState | None = None) -> tuple[UpReport, ClusterPlan, Access]:
     """Bring the cluster to the spec. Raises (before converging) when the cloud part cannot go ahead.
 
     compiled: the spec compiled once by the caller; cloud outputs come back as facts, never as a second compile.
@@ -155,7 +165,7 @@ def _plays_line(result: RunResult | None) -> str:
     return ("; converge by play: " + ", ".join(f"{p['play']} {p['seconds']:.1f} s" for p in plays)) if plays else ""
 
 
-def print_summary(console, report: UpReport, plan: ClusterPlan, access: Access) -> None:
+def print_summary(console: Console, report: UpReport, plan: ClusterPlan, access: Access) -> None:
     from rich.table import Table
 
     console.print(report.phases.line() + _plays_line(report.converge), markup=False, highlight=False)
@@ -163,6 +173,7 @@ def print_summary(console, report: UpReport, plan: ClusterPlan, access: Access) 
         mark = "[yellow]skipped[/]" if s.skipped else "[green]ok[/]" if s.ok else "[red]FAILED[/]"
         console.print(f"smoke job ({escape(s.pool)}): {mark}  {escape(s.command)}  -> {escape(s.detail)}", highlight=False)
     if not report.ok:
+        assert report.error is not None  # up() says why whenever the run is not ok
         console.print(f"[red]error:[/] {escape(report.error)}")
         return
     info = summary_dict(plan, access)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from typing import Any
 
 from clusterctl import __version__
 from clusterctl.compile import compile_plan
@@ -19,7 +20,7 @@ from clusterctl.spec.cluster import ClusterSpec
 __all__ = ["render_config", "render_plan", "render_spec", "to_json", "sha256"]
 
 
-def to_json(data) -> str:
+def to_json(data: Any) -> str:
     return json.dumps(data, indent=2, sort_keys=True) + "\n"
 
 
@@ -27,7 +28,7 @@ def to_json_rows(data: dict) -> str:
     """Like to_json for a mapping of big lists (plan.json: thousands of nodes), but each list item on one compact
     line: still one line per node for a reviewer's diff, and written by json's C encoder (indent= forces the slow
     pure-Python one, half of render's time at 16,384 nodes)."""
-    def compact(v) -> str:
+    def compact(v: Any) -> str:
         return json.dumps(v, sort_keys=True, separators=(", ", ": "))
 
     out = ["{"]

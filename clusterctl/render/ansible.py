@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from clusterctl.compile.model import ClusterPlan, Node, Repo
+from clusterctl.compile.model import ClusterPlan, Mount, Node, PoolPlan, Repo
 from clusterctl.render import layout
 from clusterctl.render.slurm import runs_slurmdbd
 from clusterctl.render.yamlout import dump_ansible_yaml
@@ -77,7 +77,7 @@ def all_vars(plan: ClusterPlan) -> dict:
     }
 
 
-def _mount(m) -> dict:
+def _mount(m: Mount) -> dict:
     return {"kind": m.kind, "source": m.source, "path": m.mount_point, "options": m.options, "lnet_networks": m.lnet_networks}
 
 
@@ -117,7 +117,7 @@ def controller_vars(plan: ClusterPlan) -> dict:
     }
 
 
-def pool_vars(plan: ClusterPlan, pool) -> dict:
+def pool_vars(plan: ClusterPlan, pool: PoolPlan) -> dict:
     return {
         "clusterctl_node_mounts": [_mount(m) for m in plan.mounts if pool.name in m.pools],
         "clusterctl_node_cache": _cache(plan, pool.name),

@@ -11,7 +11,7 @@ from __future__ import annotations
 from ipaddress import IPv4Address, IPv4Network, ip_address
 
 from clusterctl.catalog import INSTANCE_TYPES
-from clusterctl.compile.model import ClusterPlan
+from clusterctl.compile.model import ClusterPlan, PoolPlan
 from clusterctl.core.providers import traits
 
 PLACEMENT_STRATEGY = "cluster"  # EFA needs the instances on the same spine: one cluster placement group per pool
@@ -84,7 +84,8 @@ def controller_address(plan: ClusterPlan) -> str | None:
     return str(public.network_address + CONTROLLER_HOST_INDEX)
 
 
-def _pool(plan: ClusterPlan, p) -> dict:
+def _pool(plan: ClusterPlan, p: PoolPlan) -> dict:
+    assert p.instance_type is not None  # an aws pool (plan.aws_pools): compile gives it its instance type
     it = INSTANCE_TYPES[p.instance_type]
     static = [n.name for n in plan.nodes_of(p.name) if not n.cloud]
     return {

@@ -4,6 +4,7 @@ could add a line of its own (`AuthType=auth/none`, another NodeName), so renderi
 from __future__ import annotations
 
 import re
+from typing import Iterable
 
 from clusterctl.core.errors import RenderError
 
@@ -26,6 +27,6 @@ def check_single_line(value: str, where: str) -> str:
     return value
 
 
-def lines_text(where: str, lines) -> str:
+def lines_text(where: str, lines: Iterable[str]) -> str:
     """The file `where` from lines composed in Python, each checked to be one line."""
     return "".join(check_single_line(line, where) + "\n" for line in lines)

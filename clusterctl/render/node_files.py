@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shlex
 
-from clusterctl.compile.model import ClusterPlan
+from clusterctl.compile.model import ClusterPlan, PoolPlan
 from clusterctl.render import layout
 from clusterctl.render.lines import lines_text
 
@@ -16,7 +16,7 @@ def hosts_file(plan: ClusterPlan) -> str:
     return lines_text(layout.HOSTS, [HEADER.format(name=plan.name), *lines])
 
 
-def nccl_env_file(plan: ClusterPlan, pool, path: str) -> str:
+def nccl_env_file(plan: ClusterPlan, pool: PoolPlan, path: str) -> str:
     # NAME=value lines, values verbatim: Slurm's TaskProlog protocol ("export NAME=value") takes them literally.
     # Each decision's reason is a comment above its line; decisions to leave a variable to NCCL come first.
     head = [HEADER.format(name=plan.name), f"# NCCL environment of pool {pool.name} ({pool.fabric})."]
@@ -27,7 +27,7 @@ def nccl_env_file(plan: ClusterPlan, pool, path: str) -> str:
     return lines_text(path, lines)
 
 
-def health_file(plan: ClusterPlan, pool, path: str) -> str:
+def health_file(plan: ClusterPlan, pool: PoolPlan, path: str) -> str:
     h = pool.health
     q = shlex.quote  # quoted, yet a newline is still refused: one line each
     lines = [

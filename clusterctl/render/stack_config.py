@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from typing import Callable
 
-from clusterctl.compile.model import Fsx
+from clusterctl.compile.model import ClusterPlan, Fsx
 from clusterctl.render.cloud import PROJECT, cloud_config
 from clusterctl.core.providers import traits
 
@@ -149,7 +150,7 @@ class StackConfig:
         )
 
     @classmethod
-    def from_plan(cls, plan, runtime: Runtime | None = None) -> "StackConfig":
+    def from_plan(cls, plan: ClusterPlan, runtime: Runtime | None = None) -> "StackConfig":
         cfg = cloud_config(plan)
         if cfg is None:
             raise ValueError(f"cluster {plan.name} has no aws pools")
@@ -167,7 +168,7 @@ class StackConfig:
         return cls.from_mapping(cfg, _runtime(ns.get))
 
 
-def _runtime(get) -> Runtime:
+def _runtime(get: Callable[[str], str | None]) -> Runtime:
     return Runtime(**{k: get(k) or None for k in RUNTIME_KEYS})
 
 

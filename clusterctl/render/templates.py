@@ -6,18 +6,22 @@ Every template writes a line-oriented file, so every output expression is checke
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import TYPE_CHECKING, Any
 
 from clusterctl.render.lines import LineBreakError, check_single_line
 from clusterctl.core.resources import resource_dir
 
+if TYPE_CHECKING:
+    import jinja2
 
-def _single_line(value):
+
+def _single_line(value: object) -> object:
     check_single_line(str(value), "template")  # the template's name is added by render_with
     return value
 
 
 @lru_cache(maxsize=1)
-def environment():
+def environment() -> jinja2.Environment:
     import jinja2
 
     return jinja2.Environment(
@@ -31,7 +35,7 @@ def environment():
     )
 
 
-def render_with(env, name: str, **context) -> str:
+def render_with(env: jinja2.Environment, name: str, **context: Any) -> str:
     """Render template `name` of `env` (this environment or an overlay of it); a line break names the template."""
     try:
         return env.get_template(name).render(**context)
@@ -39,5 +43,5 @@ def render_with(env, name: str, **context) -> str:
         raise LineBreakError(name, e.value) from None
 
 
-def render_template(name: str, **context) -> str:
+def render_template(name: str, **context: Any) -> str:
     return render_with(environment(), name, **context)

@@ -22,6 +22,7 @@ parameter, and the bootstrap script fetches and decrypts it with the role's cred
 
 from __future__ import annotations
 
+from clusterctl.compile.model import ClusterPlan
 from clusterctl.render.stack_config import StackConfig
 
 # Installed before Ansible: its modules need python3 (+ apt bindings); awscli fetches the munge key; munge owns it;
@@ -53,7 +54,7 @@ def render_user_data(cfg: StackConfig, pool: str | None = None, *, controller: b
 CLOUD_INIT_DIR = "cloud-init"
 
 
-def render_cloud_init(plan) -> dict[str, str]:
+def render_cloud_init(plan: ClusterPlan) -> dict[str, str]:
     """Build files: cloud-init/pools/<pool>.yaml per aws pool (cloud-init/controller.yaml for an aws controller).
 
     These are byte-identical to what the launch templates carry, minus the workstation's SSH key (not in the spec;

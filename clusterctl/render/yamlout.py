@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import TYPE_CHECKING, Any
 
 from clusterctl.render.lines import check_single_line
+
+if TYPE_CHECKING:
+    import yaml
 
 UNSAFE_TAG = "!unsafe"  # Ansible never templates a string carrying this tag
 STR_TAG = "tag:yaml.org,2002:str"
@@ -15,16 +19,16 @@ class _Unsafe(str):
 
 
 @lru_cache(maxsize=1)
-def _dumper():
+def _dumper() -> type[yaml.SafeDumper]:
     import yaml
 
     base = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
     class Dumper(base):  # type: ignore[misc, valid-type]
-        def ignore_aliases(self, data):
+        def ignore_aliases(self, data: Any) -> bool:
             return True
 
-    def represent_unsafe(dumper, value):
+    def represent_unsafe(dumper: yaml.SafeDumper, value: _Unsafe) -> yaml.ScalarNode:
         # ansible-core 2.19 gives an !unsafe scalar the type its bare text would have (`!unsafe '22.05'` is a float,
         # `!unsafe ''` is null): such text is written as a quoted plain string instead; it holds no template syntax.
         if dumper.resolve(yaml.ScalarNode, value, (True, False)) != STR_TAG:
@@ -35,13 +39,13 @@ def _dumper():
     return Dumper
 
 
-def dump_yaml(data) -> str:
+def dump_yaml(data: Any) -> str:
     import yaml
 
     return yaml.dump(data, Dumper=_dumper(), sort_keys=False, default_flow_style=False, width=120, allow_unicode=True)
 
 
-def _mark_unsafe(data, where: str):
+def _mark_unsafe(data: Any, where: str) -> Any:
     # Values only: keys are variable, group and host names, which Ansible never templates.
     if isinstance(data, dict):
         return {k: _mark_unsafe(v, where) for k, v in data.items()}
@@ -53,7 +57,7 @@ def _mark_unsafe(data, where: str):
     return data
 
 
-def dump_ansible_yaml(data, where: str) -> str:
+def dump_ansible_yaml(data: Any, where: str) -> str:
     """YAML for Ansible (inventory, group_vars): every string value tagged !unsafe, so spec data is never templated.
 
     `where` names the file in the RenderError raised for a value with a line break.
@@ -61,7 +65,7 @@ def dump_ansible_yaml(data, where: str) -> str:
     return dump_yaml(_mark_unsafe(data, where))
 
 
-def load_ansible_yaml(text: str):
+def load_ansible_yaml(text: str) -> Any:
     """Read back what dump_ansible_yaml wrote (the !unsafe tag read as a plain string), for tools and tests."""
     import yaml
 

@@ -27,7 +27,7 @@ def spec_field(
     description: str,
     policy: UpdatePolicy = UpdatePolicy.LIVE,
     shrink: UpdatePolicy | None = None,
-    **kw,
+    **kw: Any,
 ) -> Any:
     """A pydantic Field that also records its update policy in the JSON Schema (`x-update-policy`).
 

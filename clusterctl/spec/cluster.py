@@ -120,5 +120,5 @@ class ClusterSpec(SpecModel):
             raise ValueError(f"the pools name {total:,} nodes; a cluster has at most {MAX_NODES:,}")
         return pools
 
-    def pool(self, name: str):
+    def pool(self, name: str) -> Pool | None:
         return next((p for p in self.pools if p.name == name), None)

@@ -3,32 +3,34 @@
 from __future__ import annotations
 
 from ipaddress import IPv4Network
+from typing import Iterable
 
 from clusterctl.core import hostlist
 from clusterctl.catalog import GPUS, INSTANCE_TYPES
 from clusterctl.catalog.cpus import INSTANCE_LAYOUTS, REFERENCE_SERVER_LAYOUTS, CpuLayout
+from clusterctl.catalog.instances import InstanceType
 from clusterctl.spec.cluster import ClusterSpec
 from clusterctl.spec.fabric import Fabric
-from clusterctl.spec.pools import AwsPool, LocalPool, OnpremPool
+from clusterctl.spec.pools import AwsPool, LocalPool, OnpremPool, Pool
 
 DEFAULT_GPUS_PER_NODE = 8
 LAB_FIRST_HOST = 10  # lab addresses start at .10: the controller; .1 is the host side of the lab bridge
 
 
-def pool_index(spec: ClusterSpec, pool) -> int:
+def pool_index(spec: ClusterSpec, pool: Pool) -> int:
     return next(i for i, p in enumerate(spec.pools) if p is pool)
 
 
-def instance_type(pool):
+def instance_type(pool: Pool) -> InstanceType | None:
     return INSTANCE_TYPES.get(pool.instance_type) if isinstance(pool, AwsPool) else None
 
 
-def gpu_key(pool) -> str | None:
+def gpu_key(pool: Pool) -> str | None:
     it = instance_type(pool)
     return pool.gpu or (it.gpu if it else None)
 
 
-def gpus_per_node(pool) -> int:
+def gpus_per_node(pool: Pool) -> int:
     if pool.gpus_per_node is not None:
         return pool.gpus_per_node
     it = instance_type(pool)
@@ -37,7 +39,7 @@ def gpus_per_node(pool) -> int:
     return DEFAULT_GPUS_PER_NODE if pool.gpu else 0
 
 
-def gres_type(pool) -> str | None:
+def gres_type(pool: Pool) -> str | None:
     key = gpu_key(pool)
     return GPUS[key].gres_type if key in GPUS else None
 
@@ -46,17 +48,18 @@ def gres_type(pool) -> str | None:
 OS_MEMORY_RESERVE = 0.05
 
 
-def cpus(pool) -> int:
+def cpus(pool: Pool) -> int:
     """CPUs Slurm schedules per node: the spec's, else the CPU layout's, else the instance type's vCPUs, else 1."""
     it = instance_type(pool)
     layout = cpu_layout(pool)
     return pool.cpus or (layout.cpus if layout else None) or (it.vcpus if it else 1)
 
 
-def cpu_layout(pool) -> CpuLayout | None:
+def cpu_layout(pool: Pool) -> CpuLayout | None:
     """Sockets/cores/threads per node: the spec's; else the catalog's for the instance type, or for owned nodes the GPU's
     reference server where the spec's CPU count matches it. Lab nodes get one only from the spec."""
     if pool.sockets is not None:
+        assert pool.cores_per_socket is not None and pool.threads_per_core is not None  # given together (_cpu_layout)
         return CpuLayout(pool.sockets, pool.cores_per_socket, pool.threads_per_core)
     if isinstance(pool, AwsPool):
         layout = INSTANCE_LAYOUTS.get(pool.instance_type)
@@ -69,7 +72,7 @@ def cpu_layout(pool) -> CpuLayout | None:
     return None
 
 
-def memory_mb(pool) -> int | None:
+def memory_mb(pool: Pool) -> int | None:
     """RealMemory per node: the spec's, else the instance type's RAM less the OS reserve; None when unknown."""
     if pool.memory_mb is not None:
         return pool.memory_mb
@@ -77,7 +80,7 @@ def memory_mb(pool) -> int | None:
     return int(it.memory_gib * 1024 * (1 - OS_MEMORY_RESERVE)) if it else None
 
 
-def fabric(spec: ClusterSpec, pool) -> tuple[Fabric, tuple]:
+def fabric(spec: ClusterSpec, pool: Pool) -> tuple[Fabric, tuple]:
     """The pool's fabric and the spec path that set it. AWS pools default to EFA (or Ethernet without EFA support)."""
     i = pool_index(spec, pool)
     if pool.fabric is not None:
@@ -88,7 +91,7 @@ def fabric(spec: ClusterSpec, pool) -> tuple[Fabric, tuple]:
     return spec.fabric, ("fabric",)
 
 
-def max_nodes(pool) -> int:
+def max_nodes(pool: Pool) -> int:
     """Nodes the pool can have at most (elastic pools: max)."""
     if isinstance(pool, AwsPool):
         return (pool.max or 0) if pool.elastic else (pool.count or 0)
@@ -104,17 +107,17 @@ def _group_size(names: str) -> int:
         return 0  # reported by the hosts validator; sizes stay computable for the other rules
 
 
-def static_nodes(pool) -> int:
+def static_nodes(pool: Pool) -> int:
     if isinstance(pool, AwsPool):
         return (pool.min or 0) if pool.elastic else (pool.count or 0)
     return max_nodes(pool)
 
 
-def prefix(pool) -> str:
+def prefix(pool: Pool) -> str:
     return getattr(pool, "node_prefix", None) or pool.name
 
 
-def generated_names(pool) -> list[str]:
+def generated_names(pool: Pool) -> list[str]:
     """Node names of local and aws pools: <prefix><NNN>, numbered from 001."""
     width = max(3, len(str(max_nodes(pool))))
     return [f"{prefix(pool)}{str(i).zfill(width)}" for i in range(1, max_nodes(pool) + 1)]
@@ -153,5 +156,5 @@ def lab_gateway(spec: ClusterSpec) -> str:
     return str(next(IPv4Network(spec.lab.subnet).hosts()))
 
 
-def total_gpus(spec: ClusterSpec, pools=None) -> int:
+def total_gpus(spec: ClusterSpec, pools: Iterable[Pool] | None = None) -> int:
     return sum(max_nodes(p) * gpus_per_node(p) for p in (pools if pools is not None else spec.pools))

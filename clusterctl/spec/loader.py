@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import difflib
-from typing import Any
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 import functools
 import re
 from dataclasses import replace
@@ -16,14 +16,17 @@ from clusterctl.core.errors import SpecError
 from clusterctl.core.findings import Finding, Level, format_path
 from clusterctl.spec.bounds import MAX_SPEC_BYTES, BoundsError, check_size, scan
 
+if TYPE_CHECKING:
+    from ruamel.yaml import YAML
+
 
 class SourceMap:
     """Maps a path like ('pools', 1, 'gpu') to the (line, column) it was written on, both 1-based."""
 
-    def __init__(self, node):
+    def __init__(self, node: Any) -> None:  # the ruamel document, None for an empty one
         self.node = node
 
-    def locate(self, parts) -> tuple[int | None, int | None]:
+    def locate(self, parts: Iterable[str | int]) -> tuple[int | None, int | None]:
         node, best = self.node, (1, 1) if self.node is not None else (None, None)
         for p in parts:
             lc = getattr(node, "lc", None)
@@ -44,7 +47,7 @@ class SourceMap:
                 break
         return best
 
-    def real_path(self, loc) -> tuple:
+    def real_path(self, loc: Sequence[str | int]) -> tuple:
         """Drop pydantic's union tags (e.g. 'aws' in ('pools', 0, 'aws', 'count')) that are not keys in the YAML."""
         node, out = self.node, []
         for i, p in enumerate(loc):
@@ -63,7 +66,7 @@ class SourceMap:
         return tuple(out)
 
 
-def _yaml():
+def _yaml() -> YAML:
     from ruamel.yaml import YAML
 
     y = YAML(typ="rt")
@@ -71,7 +74,7 @@ def _yaml():
     return y
 
 
-def parse_yaml(text: str, filename: str = "<spec>"):
+def parse_yaml(text: str, filename: str = "<spec>") -> tuple[Any, SourceMap]:
     """YAML text -> (data, SourceMap). Syntax errors and anything outside the parsing bounds become a SpecError with
     one finding at the line; no input makes this raise anything else."""
     from ruamel.yaml.error import MarkedYAMLError, YAMLError
@@ -107,7 +110,7 @@ def parse_yaml(text: str, filename: str = "<spec>"):
     return data, SourceMap(data)
 
 
-def to_plain(node):
+def to_plain(node: Any) -> Any:
     """ruamel's commented containers -> plain dicts/lists/scalars (what pydantic validates)."""
     if isinstance(node, dict):
         return {str(k) if not isinstance(k, (int, float, bool)) else k: to_plain(v) for k, v in node.items()}
@@ -151,7 +154,7 @@ def _message(e: Any) -> str:
     return e["msg"]
 
 
-def _did_you_mean(word: str, choices) -> str:
+def _did_you_mean(word: str, choices: Iterable[str]) -> str:
     near = [c for c in choices if c.startswith(word)][:1] or difflib.get_close_matches(word, list(choices), n=1, cutoff=0.7)
     return f"; did you mean {near[0]!r}?" if near else ""
 
@@ -192,7 +195,7 @@ def _dedupe(findings: list[Finding]) -> list[Finding]:
     return out
 
 
-def attach_lines(findings, smap: SourceMap) -> list[Finding]:
+def attach_lines(findings: Iterable[Finding], smap: SourceMap) -> list[Finding]:
     out = []
     for f in findings:
         if f.line is None and smap is not None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal, Self, Union
 
 from pydantic import Field, StringConstraints, model_validator
 
@@ -57,7 +57,7 @@ class HostGroup(SpecModel):
     )
 
     @model_validator(mode="after")
-    def _one_address_source(self):
+    def _one_address_source(self) -> Self:
         if (self.addresses is None) == (self.address_map is None):
             raise ValueError("give exactly one of 'addresses' (a hostlist) or 'address_map'")
         return self
@@ -86,11 +86,12 @@ class PoolCommon(SpecModel):
     )
 
     @model_validator(mode="after")
-    def _cpu_layout(self):
+    def _cpu_layout(self) -> Self:
         given = [v is not None for v in (self.sockets, self.cores_per_socket, self.threads_per_core)]
         if any(given) and not all(given):
             raise ValueError("give sockets, cores_per_socket and threads_per_core together")
-        if all(given) and self.cpus is not None and self.cpus != self.sockets * self.cores_per_socket * self.threads_per_core:
+        s, c, t = self.sockets, self.cores_per_socket, self.threads_per_core
+        if s is not None and c is not None and t is not None and self.cpus is not None and self.cpus != s * c * t:
             raise ValueError("cpus must equal sockets x cores_per_socket x threads_per_core")
         return self
 
@@ -140,7 +141,7 @@ class AwsPool(PoolCommon):
     node_prefix: str | None = spec_field(None, pattern=NAME_PATTERN, description="Node name prefix (default: pool name).", policy=R)
 
     @model_validator(mode="after")
-    def _static_or_elastic(self):
+    def _static_or_elastic(self) -> Self:
         if self.count is not None and (self.min is not None or self.max is not None):
             raise ValueError("give either 'count' (static) or 'min'/'max' (elastic), not both")
         if self.count is None and self.max is None:
@@ -160,5 +161,5 @@ class AwsPool(PoolCommon):
 Pool = Annotated[Union[LocalPool, OnpremPool, AwsPool], Field(discriminator="provider")]
 
 
-def is_elastic(pool) -> bool:
+def is_elastic(pool: Pool) -> bool:
     return isinstance(pool, AwsPool) and pool.elastic

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, Self
 
 from pydantic import model_validator
 
@@ -88,7 +88,7 @@ class Slurm(SpecModel):
         "updated, never removed: removing an account drops its usage history). Needs accounting.")
 
     @model_validator(mode="after")
-    def _accounts(self):
+    def _accounts(self) -> Self:
         names = [a.name for a in self.accounts]
         if len(set(names)) != len(names):
             raise ValueError("account names must be unique")

@@ -32,7 +32,7 @@ IPV6 = r"[0-9A-Fa-f:.]{2,45}"  # shape only; ipaddress decides
 ALLOWED: dict[str, str] = {}
 
 
-def _pattern(regex: str, max_length: int, allowed: str):
+def _pattern(regex: str, max_length: int, allowed: str) -> StringConstraints:
     pattern = f"^({regex})$"
     ALLOWED[pattern] = allowed
     return StringConstraints(pattern=pattern, max_length=max_length)

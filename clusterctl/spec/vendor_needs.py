@@ -5,21 +5,22 @@ from __future__ import annotations
 from clusterctl.catalog.vendor_repos import DISTRO_SLURM
 from clusterctl.spec import effective as eff
 from clusterctl.spec.cluster import ClusterSpec
+from clusterctl.spec.pools import Pool
 from clusterctl.spec.storage import FsxLustreFS, LustreFS
 
 
-def _has_lustre(spec: ClusterSpec, pool) -> bool:
+def _has_lustre(spec: ClusterSpec, pool: Pool | None) -> bool:
     for fs in spec.storage.shared:
         if isinstance(fs, (LustreFS, FsxLustreFS)) and (pool is None or fs.pools is None or pool.name in fs.pools):
             return True  # the controller (pool None) mounts every shared filesystem
     return False
 
 
-def os_of(spec: ClusterSpec, pool) -> str:
+def os_of(spec: ClusterSpec, pool: Pool | None) -> str:
     return pool.os if pool is not None else spec.controller.os
 
 
-def components(spec: ClusterSpec, pool) -> list[str]:
+def components(spec: ClusterSpec, pool: Pool | None) -> list[str]:
     """The vendor components a pool's nodes install, in install order (pool=None: the controller)."""
     want: list[str] = []
     sw = spec.software

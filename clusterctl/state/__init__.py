@@ -12,9 +12,13 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable, ContextManager, Iterator
 
 from clusterctl.state.backend import Applied, Backend, StateError, chosen_kms_key, chosen_url, history_entry
+
+if TYPE_CHECKING:
+    from clusterctl.spec.cluster import ClusterSpec
+    from clusterctl.state.local import LocalBackend
 
 __all__ = ["Applied", "ClusterState", "state_root"]
 
@@ -38,7 +42,7 @@ class ClusterState:
         self._known_hosts: bytes | None = None  # s3: the backend's copy as fetched, to tell what this run added
 
     @classmethod
-    def for_spec(cls, spec, root: Path | None = None) -> "ClusterState":
+    def for_spec(cls, spec: ClusterSpec, root: Path | None = None) -> "ClusterState":
         """The state of a spec's cluster, in the backend its `state:` names (or $CLUSTERCTL_STATE_BACKEND)."""
         return cls(spec.name, root, chosen_url(spec.state.backend), chosen_kms_key(spec.state.kms_key))
 
@@ -46,7 +50,7 @@ class ClusterState:
     def is_local(self) -> bool:
         return self.backend.url == "local"
 
-    def _local(self):
+    def _local(self) -> LocalBackend:
         """The local backend, for what only a directory has (the applied build and secrets as files)."""
         from clusterctl.state.local import LocalBackend
 
@@ -95,12 +99,12 @@ class ClusterState:
     def lock_path(self) -> Path:
         return self.dir / "lock"
 
-    def lock(self, what: str):
+    def lock(self, what: str) -> ContextManager[dict]:
         """One apply at a time per cluster (local: clusterctl.state.lock; s3: clusterctl.state.s3lock)."""
         from contextlib import contextmanager
 
         @contextmanager
-        def held():
+        def held() -> Iterator[dict]:
             with self.backend.lock(what) as me:
                 self._holder = me
                 try:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+from typing import Any
 
 FORMAT = "clusterctl-envelope-v1"
 
@@ -18,7 +19,7 @@ def _context(cluster: str, name: str) -> dict[str, str]:
     return {"clusterctl:cluster": cluster, "clusterctl:secret": name}
 
 
-def seal(kms, key_id: str, cluster: str, name: str, plaintext: bytes) -> bytes:
+def seal(kms: Any, key_id: str, cluster: str, name: str, plaintext: bytes) -> bytes:
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
     ctx = _context(cluster, name)
@@ -29,7 +30,7 @@ def seal(kms, key_id: str, cluster: str, name: str, plaintext: bytes) -> bytes:
     return json.dumps({k: base64.b64encode(v).decode() if isinstance(v, bytes) else v for k, v in doc.items()}).encode()
 
 
-def open_sealed(kms, cluster: str, name: str, blob: bytes) -> bytes:
+def open_sealed(kms: Any, cluster: str, name: str, blob: bytes) -> bytes:
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
     from clusterctl.state.backend import StateError

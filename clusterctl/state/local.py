@@ -8,7 +8,7 @@ import json
 import os
 import shutil
 from pathlib import Path
-from typing import Callable
+from typing import Callable, ContextManager
 
 from clusterctl.render.write import read_build, write_build
 from clusterctl.state.backend import Applied
@@ -59,7 +59,7 @@ class LocalBackend:
     def lock_path(self) -> Path:
         return self.dir / "lock"
 
-    def lock(self, command: str):
+    def lock(self, command: str) -> ContextManager[dict]:
         from clusterctl.state.lock import held
 
         return held(self.lock_path, self.cluster, command)

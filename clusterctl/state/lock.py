@@ -18,6 +18,7 @@ import os
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 from clusterctl.core.errors import ClusterctlError
 
@@ -70,7 +71,7 @@ def _try_flock(fd: int, path: Path) -> bool:
 
 
 @contextmanager
-def held(path: Path, cluster: str, command: str):
+def held(path: Path, cluster: str, command: str) -> Iterator[dict]:
     fd = _open(path)
     try:
         if not _try_flock(fd, path):

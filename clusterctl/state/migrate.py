@@ -8,6 +8,8 @@ The local directory is left as it was: removing it is the user's call once the s
 
 from __future__ import annotations
 
+from typing import Callable
+
 from clusterctl.state import ClusterState
 from clusterctl.state.backend import StateError
 
@@ -35,7 +37,7 @@ def migrate(source: ClusterState, target: ClusterState) -> dict:
                 "secrets": moved, "applied_version": recorded or target.applied().version}
 
 
-def _given(data: bytes):
+def _given(data: bytes) -> Callable[[], bytes]:
     return lambda: data
 
 

@@ -17,7 +17,7 @@ import gzip
 import hashlib
 import json
 import uuid
-from typing import Callable
+from typing import Any, Callable, ContextManager
 
 from clusterctl.state.backend import Applied, StateConflict, StateError
 
@@ -32,7 +32,7 @@ class Objects:
 
         self.bucket, self.client = bucket, boto3.client("s3")
 
-    def _code(self, e) -> str:
+    def _code(self, e: Any) -> str:  # a botocore ClientError
         return str(e.response.get("Error", {}).get("Code", ""))
 
     def get(self, key: str) -> tuple[bytes, str] | None:
@@ -133,7 +133,7 @@ class S3Backend:
 
     # -- the lock ------------------------------------------------------------------------------------------------
 
-    def lock(self, command: str):
+    def lock(self, command: str) -> ContextManager[dict]:
         return self._lock.held(command)
 
     def holder(self) -> dict | None:
@@ -153,7 +153,7 @@ class S3Backend:
 
     # -- secrets -------------------------------------------------------------------------------------------------
 
-    def _kms_client(self):
+    def _kms_client(self) -> Any:  # a boto3 KMS client
         if self._kms is None:
             import boto3
             from botocore.exceptions import NoRegionError

@@ -11,12 +11,23 @@ from __future__ import annotations
 
 import json
 from contextlib import contextmanager
+from typing import Iterator, Protocol
 
 from clusterctl.state.lock import LockedError, describe, new_holder
 
 
+class Objects(Protocol):
+    """The conditional object store the lock lives in (clusterctl.state.s3.Objects)."""
+
+    def get(self, key: str) -> tuple[bytes, str] | None: ...
+
+    def put(self, key: str, body: bytes, if_none_match: bool = False, if_match: str | None = None) -> str | None: ...
+
+    def delete(self, key: str, if_match: str) -> bool: ...
+
+
 class S3Lock:
-    def __init__(self, objects, key: str, cluster: str):
+    def __init__(self, objects: Objects, key: str, cluster: str) -> None:
         self.objects, self.key, self.cluster = objects, key, cluster
 
     def _current(self) -> tuple[dict, str] | None:
@@ -39,7 +50,7 @@ class S3Lock:
                 f"`--break-lock {who.get('id')}`")
 
     @contextmanager
-    def held(self, command: str):
+    def held(self, command: str) -> Iterator[dict]:
         me = new_holder(command)
         etag = self.objects.put(self.key, json.dumps(me).encode(), if_none_match=True)
         if etag is None:

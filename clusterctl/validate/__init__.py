@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from pydantic import ValidationError
 
@@ -87,11 +88,11 @@ def load_text(text: str, filename: str = "<spec>") -> Loaded:
     return Loaded(spec, run_validators(spec, smap), smap)
 
 
-def load_file(path) -> Loaded:
+def load_file(path: str | Path) -> Loaded:
     return load_text(read_spec_text(path), str(path))
 
 
-def load_valid(path) -> ClusterSpec:
+def load_valid(path: str | Path) -> ClusterSpec:
     """Load a spec that must be free of errors; raises SpecError carrying the findings otherwise."""
     loaded = load_file(path)
     if not loaded.ok:

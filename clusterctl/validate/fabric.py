@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Iterable
+
+from clusterctl.core.findings import Finding
+from clusterctl.spec.cluster import ClusterSpec
+
 from clusterctl.catalog.fabrics import ALLREDUCE_MEASURED_GBS, ETHERNET_GPU_LIMIT, ETHERNET_PENALTY_PERCENT
 from clusterctl.spec import effective as eff
 from clusterctl.spec.fabric import IB_SPEEDS
+from clusterctl.spec.pools import AwsPool
 from clusterctl.validate.base import Validator
 from clusterctl.core.providers import traits
 
@@ -12,7 +18,7 @@ from clusterctl.core.providers import traits
 class EfaOnlyOnAws(Validator):
     code = "efa-not-aws"
 
-    def check(self, spec):
+    def check(self, spec: ClusterSpec) -> Iterable[Finding]:
         for p in spec.pools:
             fab, where = eff.fabric(spec, p)
             if fab.type == "efa" and not traits(p).rented:
@@ -22,20 +28,20 @@ class EfaOnlyOnAws(Validator):
 class NoInfinibandOnAws(Validator):
     code = "ib-on-aws"
 
-    def check(self, spec):
+    def check(self, spec: ClusterSpec) -> Iterable[Finding]:
         for p in spec.pools:
             fab, where = eff.fabric(spec, p)
             if traits(p).rented and fab.type in ("infiniband", "roce"):
                 yield self.error(where + ("type",), f"AWS instances have no {fab.type}; pool {p.name} must use efa (or ethernet)")
             it = eff.instance_type(p)
-            if traits(p).rented and fab.type == "efa" and it is not None and not it.efa_supported:
+            if isinstance(p, AwsPool) and fab.type == "efa" and it is not None and not it.efa_supported:
                 yield self.error(where + ("type",), f"{p.instance_type} does not support EFA")
 
 
 class FabricSpeedMatchesType(Validator):
     code = "fabric-speed"
 
-    def check(self, spec):
+    def check(self, spec: ClusterSpec) -> Iterable[Finding]:
         for p in spec.pools:
             fab, where = eff.fabric(spec, p)
             if fab.speed is None:
@@ -51,7 +57,7 @@ class FabricSpeedMatchesType(Validator):
 class EthernetAtScale(Validator):
     code = "ethernet-at-scale"
 
-    def check(self, spec):
+    def check(self, spec: ClusterSpec) -> Iterable[Finding]:
         eth_pools = [p for p in spec.pools if eff.fabric(spec, p)[0].type in ("ethernet", "roce")]
         gpus = eff.total_gpus(spec, eth_pools)
         if gpus >= ETHERNET_GPU_LIMIT:

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Iterable
+
+from clusterctl.core.findings import Finding
+from clusterctl.spec.cluster import ClusterSpec
+
 import difflib
 
 from clusterctl.core import hostlist
@@ -15,7 +20,7 @@ from clusterctl.core.providers import traits
 class KnownInstanceType(Validator):
     code = "instance-type-unknown"
 
-    def check(self, spec):
+    def check(self, spec: ClusterSpec) -> Iterable[Finding]:
         for i, p in enumerate(spec.pools):
             if isinstance(p, AwsPool) and p.instance_type not in INSTANCE_TYPES:
                 near = difflib.get_close_matches(p.instance_type, INSTANCE_TYPES, n=1)
@@ -26,10 +31,10 @@ class KnownInstanceType(Validator):
 class GpusPerNodeMatchesInstance(Validator):
     code = "gpus-per-node-mismatch"
 
-    def check(self, spec):
+    def check(self, spec: ClusterSpec) -> Iterable[Finding]:
         for i, p in enumerate(spec.pools):
             it = eff.instance_type(p)
-            if it and p.gpus_per_node is not None and p.gpus_per_node != it.gpus:
+            if isinstance(p, AwsPool) and it and p.gpus_per_node is not None and p.gpus_per_node != it.gpus:
                 yield self.error(
                     ("pools", i, "gpus_per_node"), f"{p.instance_type} has {it.gpus} GPUs per node, not {p.gpus_per_node}"
                 )
@@ -38,24 +43,25 @@ class GpusPerNodeMatchesInstance(Validator):
 class GpuModelMatchesInstance(Validator):
     code = "gpu-model-mismatch"
 
-    def check(self, spec):
+    def check(self, spec: ClusterSpec) -> Iterable[Finding]:
         for i, p in enumerate(spec.pools):
             it = eff.instance_type(p)
-            if it and p.gpu is not None and p.gpu != it.gpu:
+            if isinstance(p, AwsPool) and it and p.gpu is not None and p.gpu != it.gpu:
                 yield self.error(("pools", i, "gpu"), f"{p.instance_type} has {it.gpu} GPUs, not {p.gpu}")
 
 
 class GpuCountNeedsModel(Validator):
     code = "gpu-model-missing"
 
-    def check(self, spec):
+    def check(self, spec: ClusterSpec) -> Iterable[Finding]:
         for i, p in enumerate(spec.pools):
             n = eff.gpus_per_node(p)
             if n > 0 and eff.gpu_key(p) is None:
                 yield self.error(("pools", i, "gpu"), f"gpus_per_node is {n} but no GPU model is given")
             if p.gpu is not None and n == 0:
                 yield self.error(("pools", i, "gpus_per_node"), f"gpu is {p.gpu} but gpus_per_node is 0")
-            if eff.gpu_key(p) in GPUS and GPUS[eff.gpu_key(p)].vendor != "nvidia":
+            key = eff.gpu_key(p)
+            if key is not None and key in GPUS and GPUS[key].vendor != "nvidia":
                 yield self.warning(
                     ("pools", i, "gpu"), f"{eff.gpu_key(p)} is not an NVIDIA GPU: the nvidia_driver/cuda/nccl roles are skipped on it"
                 )
@@ -64,7 +70,7 @@ class GpuCountNeedsModel(Validator):
 class OnpremHostsValid(Validator):
     code = "hosts-invalid"
 
-    def check(self, spec):
+    def check(self, spec: ClusterSpec) -> Iterable[Finding]:
         for i, p in enumerate(spec.pools):
             if not isinstance(p, OnpremPool):
                 continue
@@ -89,6 +95,7 @@ class OnpremHostsValid(Validator):
                             ("pools", i, "hosts", j, "addresses"), f"{len(names)} names ({g.names}) but {len(addrs)} addresses"
                         )
                 else:
+                    assert g.address_map is not None  # HostGroup._one_address_source: addresses or address_map
                     missing = [n for n in names if n not in g.address_map]
                     extra = [n for n in g.address_map if n not in names]
                     if missing:
@@ -116,7 +123,7 @@ def _valid_address(a: str) -> bool:
 class MarketNeedsReservation(Validator):
     code = "market-reservation"
 
-    def check(self, spec):
+    def check(self, spec: ClusterSpec) -> Iterable[Finding]:
         for i, p in enumerate(spec.pools):
             if not isinstance(p, AwsPool):
                 continue
@@ -138,7 +145,7 @@ class MarketFallbacks(Validator):
 
     code = "market-fallback"
 
-    def check(self, spec):
+    def check(self, spec: ClusterSpec) -> Iterable[Finding]:
         for i, p in enumerate(spec.pools):
             if not isinstance(p, AwsPool) or not p.fallback_markets:
                 continue
@@ -157,7 +164,7 @@ class MarketFallbacks(Validator):
 class SpotNeedsCheckpoints(Validator):
     code = "spot-no-checkpoints"
 
-    def check(self, spec):
+    def check(self, spec: ClusterSpec) -> Iterable[Finding]:
         if spec.storage.checkpoints is not None:
             return
         for i, p in enumerate(spec.pools):
@@ -176,7 +183,7 @@ class BurstImageHasGpuStack(Validator):
 
     code = "burst-image"
 
-    def check(self, spec):
+    def check(self, spec: ClusterSpec) -> Iterable[Finding]:
         for i, p in enumerate(spec.pools):
             if isinstance(p, AwsPool) and p.elastic and not p.ami:
                 yield self.info(
@@ -192,7 +199,7 @@ class UniqueNodes(Validator):
 
     code = "duplicate-node"
 
-    def check(self, spec):
+    def check(self, spec: ClusterSpec) -> Iterable[Finding]:
         seen_pool: dict[str, int] = {}
         for i, p in enumerate(spec.pools):
             if p.name in seen_pool:
@@ -226,7 +233,7 @@ class ProviderMix(Validator):
 
     code = "controller-provider"
 
-    def check(self, spec):
+    def check(self, spec: ClusterSpec) -> Iterable[Finding]:
         c = spec.controller
         has_local = any(traits(p).lab for p in spec.pools)
         if has_local and not traits(c).lab:
@@ -242,8 +249,8 @@ class ProviderMix(Validator):
 class LabFits(Validator):
     code = "lab-subnet-full"
 
-    def check(self, spec):
-        wanted = 1 + sum(p.count for p in spec.pools if traits(p).lab)
+    def check(self, spec: ClusterSpec) -> Iterable[Finding]:
+        wanted = 1 + sum(eff.max_nodes(p) for p in spec.pools if traits(p).lab)
         if any(traits(p).lab for p in spec.pools) and wanted > len(eff.lab_addresses(spec)):
             yield self.error(("lab", "subnet"), f"{spec.lab.subnet} has room for {len(eff.lab_addresses(spec))} lab nodes, {wanted} wanted")
 
@@ -253,7 +260,7 @@ class OneAwsRegion(Validator):
 
     code = "aws-regions"
 
-    def check(self, spec):
+    def check(self, spec: ClusterSpec) -> Iterable[Finding]:
         first = None
         for i, p in enumerate(spec.pools):
             if not isinstance(p, AwsPool):

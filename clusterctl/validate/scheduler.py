@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Iterable
+
+from clusterctl.core.findings import Finding
+from clusterctl.spec.cluster import ClusterSpec
+
 import re
 
 from clusterctl.catalog.instances import BURST_JOIN_SECONDS, GPU_INSTANCE_BOOT_SECONDS
@@ -14,7 +19,7 @@ MIN_SLURM = (22, 5)
 class PartitionPoolsExist(Validator):
     code = "partition-unknown-pool"
 
-    def check(self, spec):
+    def check(self, spec: ClusterSpec) -> Iterable[Finding]:
         names = {p.name for p in spec.pools}
         for i, part in enumerate(spec.scheduler.slurm.partitions):
             for k, pool in enumerate(part.pools):
@@ -28,7 +33,7 @@ class PartitionPoolsExist(Validator):
 class PartitionNames(Validator):
     code = "partition-names"
 
-    def check(self, spec):
+    def check(self, spec: ClusterSpec) -> Iterable[Finding]:
         parts = spec.scheduler.slurm.partitions
         seen = set()
         for i, part in enumerate(parts):
@@ -48,7 +53,7 @@ class PartitionNames(Validator):
 class BurstTargetsElastic(Validator):
     code = "burst-target"
 
-    def check(self, spec):
+    def check(self, spec: ClusterSpec) -> Iterable[Finding]:
         slurm = spec.scheduler.slurm
         parts = {p.name: p for p in slurm.partitions}
         for i, t in enumerate(slurm.burst.targets):
@@ -75,7 +80,7 @@ class ResumeTimeoutFitsBoot(Validator):
 
     code = "resume-timeout"
 
-    def check(self, spec):
+    def check(self, spec: ClusterSpec) -> Iterable[Finding]:
         if not any(is_elastic(p) for p in spec.pools):
             return
         needed = GPU_INSTANCE_BOOT_SECONDS + BURST_JOIN_SECONDS
@@ -91,7 +96,7 @@ class ResumeTimeoutFitsBoot(Validator):
 class ElasticPoolsReachable(Validator):
     code = "elastic-unused"
 
-    def check(self, spec):
+    def check(self, spec: ClusterSpec) -> Iterable[Finding]:
         targeted = {n for t in spec.scheduler.slurm.burst.targets for n in t.pools}
         for i, p in enumerate(spec.pools):
             if is_elastic(p) and p.name not in targeted:
@@ -101,7 +106,7 @@ class ElasticPoolsReachable(Validator):
 class PoolsInSomePartition(Validator):
     code = "pool-unscheduled"
 
-    def check(self, spec):
+    def check(self, spec: ClusterSpec) -> Iterable[Finding]:
         used = {n for part in spec.scheduler.slurm.partitions for n in part.pools}
         for i, p in enumerate(spec.pools):
             if p.name not in used:
@@ -111,7 +116,7 @@ class PoolsInSomePartition(Validator):
 class SlurmVersionSupported(Validator):
     code = "slurm-version"
 
-    def check(self, spec):
+    def check(self, spec: ClusterSpec) -> Iterable[Finding]:
         m = re.match(r"^(\d+)\.(\d+)$", spec.software.slurm)
         if m and (int(m.group(1)), int(m.group(2))) < MIN_SLURM:
             yield self.error(("software", "slurm"), f"Slurm {spec.software.slurm} is older than 22.05, the oldest clusterctl renders for")
@@ -120,7 +125,7 @@ class SlurmVersionSupported(Validator):
 class PreemptionHasTiers(Validator):
     code = "preemption-tiers"
 
-    def check(self, spec):
+    def check(self, spec: ClusterSpec) -> Iterable[Finding]:
         slurm = spec.scheduler.slurm
         if not slurm.preemption.enabled:
             return

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Iterable
+
+from clusterctl.core.findings import Finding
+from clusterctl.spec.cluster import ClusterSpec
+
 from clusterctl.validate.base import Validator
 from clusterctl.spec.storage import FsxLustreFS
 from clusterctl.core.providers import traits
@@ -19,7 +24,7 @@ def fsx_capacity_ok(deployment: str, gib: int) -> bool:
 class FsxCombination(Validator):
     code = "fsx-invalid"
 
-    def check(self, spec):
+    def check(self, spec: ClusterSpec) -> Iterable[Finding]:
         has_aws = any(traits(p).rented for p in spec.pools)
         for j, fs in enumerate(spec.storage.shared):
             if not isinstance(fs, FsxLustreFS):
@@ -49,9 +54,10 @@ class FsxCombination(Validator):
 class StoragePoolsExist(Validator):
     code = "storage-unknown-pool"
 
-    def check(self, spec):
+    def check(self, spec: ClusterSpec) -> Iterable[Finding]:
         names = {p.name for p in spec.pools}
-        refs = [(("storage", "shared", j, "pools"), fs.pools) for j, fs in enumerate(spec.storage.shared)]
+        refs: list[tuple[tuple[str | int, ...], list[str] | None]] = [
+            (("storage", "shared", j, "pools"), fs.pools) for j, fs in enumerate(spec.storage.shared)]
         if spec.storage.local_cache is not None:
             refs.append((("storage", "local_cache", "pools"), spec.storage.local_cache.pools))
         for where, pools in refs:
@@ -63,9 +69,10 @@ class StoragePoolsExist(Validator):
 class UniqueMounts(Validator):
     code = "mount-conflict"
 
-    def check(self, spec):
+    def check(self, spec: ClusterSpec) -> Iterable[Finding]:
         seen: dict[str, tuple] = {}
-        mounts = [(("storage", "shared", j, "mount_point"), fs.mount_point) for j, fs in enumerate(spec.storage.shared)]
+        mounts: list[tuple[tuple[str | int, ...], str]] = [
+            (("storage", "shared", j, "mount_point"), fs.mount_point) for j, fs in enumerate(spec.storage.shared)]
         if spec.storage.local_cache is not None:
             mounts.append((("storage", "local_cache", "mount_point"), spec.storage.local_cache.mount_point))
         for where, m in mounts:
@@ -79,7 +86,7 @@ class UniqueMounts(Validator):
 class CheckpointTarget(Validator):
     code = "checkpoint-target"
 
-    def check(self, spec):
+    def check(self, spec: ClusterSpec) -> Iterable[Finding]:
         c = spec.storage.checkpoints
         if c is None:
             return

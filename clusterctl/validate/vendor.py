@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from clusterctl.catalog import vendor_repos as vr
+from clusterctl.core.findings import Finding
 from clusterctl.core.providers import traits
 from clusterctl.spec import effective as eff
+from clusterctl.spec.cluster import ClusterSpec
+from clusterctl.spec.pools import Pool
 from clusterctl.spec.vendor_needs import components
 from clusterctl.spec.vendor import COMPONENTS
 from clusterctl.validate.base import Validator
@@ -19,7 +24,7 @@ OPEN_ONLY_GPUS = ("b200",)
 OPEN_FIRST_BRANCH = 515
 
 
-def _groups(spec):
+def _groups(spec: ClusterSpec) -> Iterator[tuple[str, tuple[str | int, ...], str, Pool | None]]:
     """(node group label, yaml path of its os, os, pool or None for the controller)."""
     yield "controller", ("controller", "os"), spec.controller.os, None
     for i, p in enumerate(spec.pools):
@@ -31,7 +36,7 @@ class VendorBuildsForDistro(Validator):
 
     code = "vendor-distro"
 
-    def check(self, spec):
+    def check(self, spec: ClusterSpec) -> Iterator[Finding]:
         for label, where, os, pool in _groups(spec):
             lab = traits(pool if pool is not None else spec.controller).lab
             for c in components(spec, pool):
@@ -59,7 +64,7 @@ class MirrorsSigned(Validator):
 
     code = "repo-unsigned"
 
-    def check(self, spec):
+    def check(self, spec: ClusterSpec) -> Iterator[Finding]:
         for c in COMPONENTS:
             m = spec.mirrors.get(c)
             if m is not None and m.key_url is None and c != "efa":
@@ -80,7 +85,7 @@ class MirrorsSigned(Validator):
 class DriverFlavor(Validator):
     code = "driver-flavor"
 
-    def check(self, spec):
+    def check(self, spec: ClusterSpec) -> Iterator[Finding]:
         flavor = spec.software.nvidia_driver_flavor
         branch = int(spec.software.nvidia_driver.split(".")[0])
         if flavor == "open" and branch < OPEN_FIRST_BRANCH:
@@ -99,7 +104,7 @@ class LabIsDebian12(Validator):
 
     code = "lab-os"
 
-    def check(self, spec):
+    def check(self, spec: ClusterSpec) -> Iterator[Finding]:
         if traits(spec.controller).lab and spec.controller.os != "debian12":
             yield self.error(("controller", "os"), f"a local (lab) controller runs Debian 12, not {spec.controller.os}")
         for i, p in enumerate(spec.pools):
@@ -112,7 +117,7 @@ class OsMatchesImage(Validator):
 
     code = "os-image"
 
-    def check(self, spec):
+    def check(self, spec: ClusterSpec) -> Iterator[Finding]:
         if traits(spec.controller).rented and spec.controller.os != "debian12":
             yield self.error(("controller", "os"), f"an aws controller boots the official Debian 12 AMI, not {spec.controller.os}")
         for i, p in enumerate(spec.pools):

@@ -3,16 +3,22 @@ lines otherwise; then a per-host recap and the failures with host, task and mess
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.markup import escape
 
 from clusterctl.engines.ansible.result import RunResult
 from clusterctl.engines.liveview import LiveView
 
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+
 
 class Progress(LiveView):
     """Consumes ansible-runner events. Use as a context manager around the run."""
 
-    def __init__(self, console, title: str, quiet: bool = False):
+    def __init__(self, console: Console, title: str, quiet: bool = False) -> None:
         super().__init__(console, title, quiet)
         self.play = ""
         self.hosts: dict[str, dict] = {}
@@ -37,7 +43,7 @@ class Progress(LiveView):
                 self.say(f"  [red]failed[/] {host}: {data.get('task')}")
         self.refresh()
 
-    def _table(self):
+    def _table(self) -> Table:
         from rich.table import Table
 
         t = Table(title=self.title, expand=False)
@@ -50,7 +56,7 @@ class Progress(LiveView):
         return t
 
 
-def print_recap(console, result: RunResult) -> None:
+def print_recap(console: Console, result: RunResult) -> None:
     from rich.table import Table
 
     t = Table(title="recap" + (" (check mode)" if result.check else ""))

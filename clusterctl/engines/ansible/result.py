@@ -89,8 +89,8 @@ def apply_event(result: RunResult, event: dict) -> None:
     elif kind == "playbook_on_stats":
         _close_play(result)
         hosts: set[str] = set()
-        for key in RECAP_KEYS:
-            hosts.update((data.get(key) or {}).keys())
+        for recap_key in RECAP_KEYS:
+            hosts.update((data.get(recap_key) or {}).keys())
         result.recap = {h: {k: int((data.get(k) or {}).get(h, 0)) for k in RECAP_KEYS} for h in sorted(hosts)}
 
 

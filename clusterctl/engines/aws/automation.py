@@ -25,11 +25,18 @@ import shutil
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable, TypeVar
 
 from clusterctl.engines.aws.errors import CloudError, PulumiCliMissing
 from clusterctl.render.cloud import PROJECT
 from clusterctl.state import ClusterState
+
+if TYPE_CHECKING:
+    from pulumi import automation as auto
+
+    from clusterctl.engines.aws.program import AwsCluster
+
+_T = TypeVar("_T")
 
 BACKEND_ENV = "CLUSTERCTL_PULUMI_BACKEND"
 SECRETS_PROVIDER_ENV = "CLUSTERCTL_PULUMI_SECRETS_PROVIDER"
@@ -106,13 +113,13 @@ def _redact(text: str) -> str:
     return text
 
 
-def _inline_program(munge_key_b64: str):
+def _inline_program(munge_key_b64: str) -> Callable[[], AwsCluster]:
     """The stack's program with the munge key bound in (a closure: its repr does not show the key)."""
     from clusterctl.engines.aws.program import program_from_config
 
     _SECRETS.add(munge_key_b64)
 
-    def program():
+    def program() -> AwsCluster:
         return program_from_config(munge_key_b64)
     return program
 
@@ -124,7 +131,7 @@ def _passphrase_env(state: ClusterState) -> dict[str, str]:
     return {"PULUMI_CONFIG_PASSPHRASE_FILE": str(path)}
 
 
-def workspace_options(state: ClusterState, url: str, extra_env: dict[str, str] | None = None):
+def workspace_options(state: ClusterState, url: str, extra_env: dict[str, str] | None = None) -> auto.LocalWorkspaceOptions:
     """LocalWorkspaceOptions for the cluster's stack: project `clusterctl`, the backend, the secrets provider."""
     from pulumi import automation as auto
 
@@ -141,7 +148,7 @@ def workspace_options(state: ClusterState, url: str, extra_env: dict[str, str] |
     )
 
 
-def open_stack(state: ClusterState, settings: StackSettings):
+def open_stack(state: ClusterState, settings: StackSettings) -> auto.Stack:
     """Create or select the cluster's stack with its config set; returns a pulumi.automation.Stack."""
     from pulumi import automation as auto
 
@@ -150,7 +157,8 @@ def open_stack(state: ClusterState, settings: StackSettings):
     opts = workspace_options(state, settings.backend, settings.env)
     try:
         stack = auto.create_or_select_stack(stack_name=settings.cluster, project_name=PROJECT,
-                                            program=_inline_program(settings.munge_key_b64), opts=opts)
+                                            # ignored: PulumiFn's stub says -> None; the SDK ignores what it returns
+                                            program=_inline_program(settings.munge_key_b64), opts=opts)  # type: ignore[arg-type]
         values = {k: auto.ConfigValue(v) for k, v in automation_config(settings.config).items()}
         ns = PROJECT + ":"
         runtime = {"ssh_public_key": settings.ssh_public_key, "admin_cidr": settings.admin_cidr,
@@ -170,7 +178,7 @@ def open_stack(state: ClusterState, settings: StackSettings):
     return stack
 
 
-def existing_stack(state: ClusterState, cluster: str, url: str):
+def existing_stack(state: ClusterState, cluster: str, url: str) -> auto.Stack | None:
     """The cluster's stack in backend `url` if it was ever created, else None (creates no backend or stack)."""
     from pulumi import automation as auto
 
@@ -179,7 +187,8 @@ def existing_stack(state: ClusterState, cluster: str, url: str):
     if url.startswith("file://") and not Path(url[len("file://"):]).exists():
         return None
     try:
-        return auto.select_stack(stack_name=cluster, project_name=PROJECT, program=program_from_config,
+        # ignored: pulumi's PulumiFn stub says the program returns None; the SDK ignores what it returns
+        return auto.select_stack(stack_name=cluster, project_name=PROJECT, program=program_from_config,  # type: ignore[arg-type]
                                  opts=workspace_options(state, url))
     except auto.errors.StackNotFoundError:
         return None
@@ -205,8 +214,8 @@ class Preview:
         return any(n for op, n in self.changes.items() if op != "same")
 
 
-def _collect(steps: list, forward: Callable | None):
-    def on_event(ev):
+def _collect(steps: list, forward: Callable | None) -> Callable[[auto.EngineEvent], None]:
+    def on_event(ev: auto.EngineEvent) -> None:
         pre = getattr(ev, "resource_pre_event", None)
         if pre is not None and pre.metadata.op not in ("same", "read"):
             md = pre.metadata
@@ -216,7 +225,7 @@ def _collect(steps: list, forward: Callable | None):
     return on_event
 
 
-def _run(what: str, fn):
+def _run(what: str, fn: Callable[[], _T]) -> _T:
     from pulumi import automation as auto
 
     try:
@@ -227,27 +236,27 @@ def _run(what: str, fn):
 
 # refresh=True: spot nodes and capacity-block nodes can vanish (interruption, block end) without Pulumi seeing it;
 # reading the real state first makes the preview say "create p5003" instead of failing on a dead instance id.
-def preview(stack, on_event: Callable | None = None, refresh: bool = True) -> Preview:
+def preview(stack: auto.Stack, on_event: Callable | None = None, refresh: bool = True) -> Preview:
     steps: list = []
     res = _run("preview", lambda: stack.preview(on_event=_collect(steps, on_event), diff=False, refresh=refresh))
     return Preview({str(k): int(v) for k, v in (res.change_summary or {}).items()}, steps)
 
 
-def up(stack, on_event: Callable | None = None, refresh: bool = True) -> dict:
+def up(stack: auto.Stack, on_event: Callable | None = None, refresh: bool = True) -> dict:
     """Apply; returns the stack outputs as plain values."""
     res = _run("up", lambda: stack.up(on_event=on_event, refresh=refresh))
     return {k: v.value for k, v in res.outputs.items()}
 
 
-def refresh(stack, on_event: Callable | None = None) -> dict[str, int]:
+def refresh(stack: auto.Stack, on_event: Callable | None = None) -> dict[str, int]:
     res = _run("refresh", lambda: stack.refresh(on_event=on_event))
-    return dict(res.summary.resource_changes or {})
+    return {op: n for op, n in (res.summary.resource_changes or {}).items()}  # OpType is a str
 
 
-def destroy(stack, on_event: Callable | None = None) -> dict[str, int]:
+def destroy(stack: auto.Stack, on_event: Callable | None = None) -> dict[str, int]:
     res = _run("destroy", lambda: stack.destroy(on_event=on_event))
-    return dict(res.summary.resource_changes or {})
+    return {op: n for op, n in (res.summary.resource_changes or {}).items()}  # OpType is a str
 
 
-def outputs(stack) -> dict:
+def outputs(stack: auto.Stack) -> dict:
     return {k: v.value for k, v in stack.outputs().items()}

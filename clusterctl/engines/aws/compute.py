@@ -24,7 +24,7 @@ DEBIAN_OWNER = "136693071363"  # Debian's cloud team account: official bookworm 
 DEBIAN_12_NAME = "debian-12-amd64-*"
 
 
-def image(ami: str | None, opts: pulumi.InvokeOptions | None = None):
+def image(ami: str | None, opts: pulumi.InvokeOptions | None = None) -> pulumi.Output[aws.ec2.GetAmiResult]:
     """The AMI (explicit, or the latest official Debian 12) with its root device name."""
     if ami:
         return aws.ec2.get_ami_output(filters=[{"name": "image-id", "values": [ami]}], most_recent=True, opts=opts)
@@ -82,15 +82,15 @@ def launch_template_args(data: dict) -> dict:
     return args
 
 
-def market_args(m: dict) -> dict:
-    out = {"market_type": m["MarketType"]}
+def market_args(m: dict) -> aws.ec2.InstanceInstanceMarketOptionsArgsDict:
+    out: aws.ec2.InstanceInstanceMarketOptionsArgsDict = {"market_type": m["MarketType"]}
     if "SpotOptions" in m:
         out["spot_options"] = {"spot_instance_type": m["SpotOptions"]["SpotInstanceType"],
                                "instance_interruption_behavior": m["SpotOptions"]["InstanceInterruptionBehavior"]}
     return out
 
 
-def reservation_args(c: dict) -> dict:
+def reservation_args(c: dict) -> aws.ec2.InstanceCapacityReservationSpecificationArgsDict:
     if "CapacityReservationTarget" in c:
         return {"capacity_reservation_target": {"capacity_reservation_id": c["CapacityReservationTarget"]["CapacityReservationId"]}}
     return {"capacity_reservation_preference": c["CapacityReservationPreference"]}
@@ -156,7 +156,7 @@ class NodePool(pulumi.ComponentResource):
         })
 
 
-def node_instance_options(parent) -> ResourceOptions:
+def node_instance_options(parent: pulumi.Resource) -> ResourceOptions:
     """A pool node's instance: a new instance type (the spec's `replace` policy: GPU model / instance type) replaces
     it, the old one deleted first so a capacity block or reservation never has to hold both. Other launch template
     changes (user data, AMI, ENI details) reach nodes launched later and never recreate a running one."""

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Iterable
+
 from clusterctl.core.errors import ClusterctlError
+from clusterctl.core.findings import Finding
 
 
 class CloudError(ClusterctlError):
@@ -16,7 +19,7 @@ class PulumiCliMissing(CloudError):
 class PreflightFailed(CloudError):
     """The AWS account cannot host the spec as written; carries the findings that say why."""
 
-    def __init__(self, message: str, findings=()):
+    def __init__(self, message: str, findings: Iterable[Finding] = ()) -> None:
         super().__init__(message)
         self.findings = list(findings)
 

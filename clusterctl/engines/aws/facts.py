@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from clusterctl.compile.model import LiveFacts
 from clusterctl.compile.nodes import AWS_ADMIN
 
+if TYPE_CHECKING:
+    from clusterctl.engines.aws.up import CloudOutputs
 
-def cloud_facts(outputs) -> LiveFacts:
+
+def cloud_facts(outputs: CloudOutputs) -> LiveFacts:
     """outputs: clusterctl.engines.aws.up.CloudOutputs."""
     addresses = dict(outputs.addresses)
     jump = None

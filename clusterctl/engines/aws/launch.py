@@ -19,8 +19,12 @@ and Spot chapters):
 from __future__ import annotations
 
 import base64
+from typing import TYPE_CHECKING, Any, Sequence
 
 from clusterctl.render.stack_config import CLUSTER_ID_TAG, PoolConfig
+
+if TYPE_CHECKING:  # boto3 callers pass plain strings, the Pulumi program passes Outputs; the values only pass through
+    from pulumi import Input
 
 # 1: a token cannot leave the node's own network stack. A container on a bridge network is one hop further and
 # its traffic is forwarded, not OUTPUT, so the root-only firewall rule (user-data) would not see it: hop limit 1
@@ -28,7 +32,7 @@ from clusterctl.render.stack_config import CLUSTER_ID_TAG, PoolConfig
 IMDS_HOP_LIMIT = 1
 
 
-def network_interfaces(pool: PoolConfig, subnet_id: str, security_group_ids: list[str]) -> list[dict]:
+def network_interfaces(pool: PoolConfig, subnet_id: Input[str], security_group_ids: Sequence[Input[str]]) -> list[dict]:
     """The pool's ENIs in card order, each with its own security groups, never a public address."""
     out = []
     for s in pool.network_interfaces:
@@ -68,14 +72,14 @@ def metadata_options() -> dict:
             "InstanceMetadataTags": "enabled"}
 
 
-def block_devices(root_device: str, size_gib: int) -> list[dict]:
+def block_devices(root_device: Input[str], size_gib: int) -> list[dict]:
     return [{"DeviceName": root_device,
              "Ebs": {"VolumeSize": size_gib, "VolumeType": "gp3", "Encrypted": True, "DeleteOnTermination": True}}]
 
 
-def launch_template_data(pool: PoolConfig, *, image_id: str, subnet_id: str, security_group_ids: list[str],
-                         root_device: str = "/dev/xvda", user_data: str | None = None, placement_group: str | None = None,
-                         instance_profile_arn: str | None = None, key_name: str | None = None) -> dict:
+def launch_template_data(pool: PoolConfig, *, image_id: Input[str], subnet_id: Input[str], security_group_ids: Sequence[Input[str]],
+                         root_device: Input[str] = "/dev/xvda", user_data: str | None = None, placement_group: str | None = None,
+                         instance_profile_arn: Input[str] | None = None, key_name: Input[str] | None = None) -> dict:
     """LaunchTemplateData of the pool: what every node of it, static or powered up later, boots with."""
     data = {
         "ImageId": image_id,
@@ -135,7 +139,7 @@ def run_instances_request(pool: PoolConfig, cluster: str, count: int, *, cluster
     return req
 
 
-def launch_nodes(ec2, pool: PoolConfig, cluster: str, names: list[str], **kwargs) -> dict[str, dict]:
+def launch_nodes(ec2: Any, pool: PoolConfig, cluster: str, names: list[str], **kwargs: Any) -> dict[str, dict]:
     """Launch the named nodes in one all-or-nothing request; Name tags follow (the bootstrap waits for them).
 
     Returns node name -> {instance_id, private_ip, availability_zone}. Raises botocore's ClientError unchanged
@@ -152,7 +156,7 @@ def launch_nodes(ec2, pool: PoolConfig, cluster: str, names: list[str], **kwargs
     return out
 
 
-def terminate_nodes(ec2, instance_ids: list[str]) -> list[str]:
+def terminate_nodes(ec2: Any, instance_ids: list[str]) -> list[str]:
     if not instance_ids:
         return []
     resp = ec2.terminate_instances(InstanceIds=list(instance_ids))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Any, Iterable
 
 from clusterctl.catalog import INSTANCE_TYPES
 from clusterctl.compile.model import ClusterPlan, PoolPlan
@@ -33,7 +33,7 @@ class ApiUnavailable(Exception):
 class AwsApi:
     """boto3 clients per region plus cached lookups. `session` is a boto3.Session (default: the standard chain)."""
 
-    session: object = None
+    session: Any = None  # a boto3.Session (no stubs)
     _clients: dict = field(default_factory=dict)
     _cache: dict = field(default_factory=dict)
 

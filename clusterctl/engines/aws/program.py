@@ -40,6 +40,7 @@ class AwsCluster(pulumi.ComponentResource):
         super().__init__("clusterctl:aws:Cluster", name, None, opts)
         cfg = args.config
         tags = cfg.tags
+        assert cfg.runtime.cluster_id is not None  # cfg.tags raises when it is missing
         child = ResourceOptions(parent=self)
 
         self.network = Network(name, NetworkArgs(cfg.network, cfg.region, tags), child)
@@ -52,14 +53,15 @@ class AwsCluster(pulumi.ComponentResource):
         self.role = NodeRole(name, NodeRoleArgs(self.bucket.bucket.arn if self.bucket else None,
                                                 self.secrets.munge.arn, cfg.runtime.cluster_id, tags), child)
         key_name = self.secrets.key_pair.key_name if self.secrets.key_pair else None
-        sgs = [self.security.efa.id]
+        sgs: list[Input[str]] = [self.security.efa.id]
 
         # FSx sits in the subnet where the static nodes are (the first pool's first AZ): no cross-AZ traffic.
         fsx_subnet = self.network.private_subnets[cfg.pools[0].primary_az].id
+        fsx_sg = self.security.fsx  # made when cfg.fsx has filesystems
         self.filesystems = {
-            f.mount_point: Lustre(f"{name}-fsx{i}", LustreArgs(f, fsx_subnet, [self.security.fsx.id], tags), child)
+            f.mount_point: Lustre(f"{name}-fsx{i}", LustreArgs(f, fsx_subnet, [fsx_sg.id], tags), child)
             for i, f in enumerate(cfg.fsx)
-        }
+        } if fsx_sg else {}
 
         self.pools = {
             p.name: NodePool(f"{name}-{p.name}", NodePoolArgs(

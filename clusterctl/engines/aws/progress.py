@@ -4,14 +4,21 @@ fed with pulumi.automation EngineEvents (`on_event=progress.event`)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.markup import escape
 
 from clusterctl.engines.liveview import LiveView
 
+if TYPE_CHECKING:
+    from pulumi import automation as auto
+    from rich.console import Console
+    from rich.table import Table
+
 SKIP_OPS = ("same", "read", "refresh")  # nothing happens to these; listing 50 unchanged resources helps nobody
 
 
-def _op(md) -> str:
+def _op(md: auto.StepEventMetadata) -> str:
     return str(getattr(md.op, "value", md.op))
 
 
@@ -22,13 +29,13 @@ def _short(urn: str) -> str:
 class PulumiProgress(LiveView):
     """Consumes Pulumi engine events. Use as a context manager around preview/up/destroy/refresh."""
 
-    def __init__(self, console, title: str, quiet: bool = False):
+    def __init__(self, console: Console, title: str, quiet: bool = False) -> None:
         super().__init__(console, title, quiet)
         self.resources: dict[str, dict] = {}  # urn -> {type, name, op, status}
         self.errors: list[str] = []
         self.summary: dict[str, int] | None = None
 
-    def event(self, ev) -> None:
+    def event(self, ev: auto.EngineEvent) -> None:
         if (pre := getattr(ev, "resource_pre_event", None)) is not None:
             md = pre.metadata
             if _op(md) not in SKIP_OPS and not md.type.startswith("pulumi:"):
@@ -60,7 +67,7 @@ class PulumiProgress(LiveView):
             out[r["status"]] = out.get(r["status"], 0) + 1
         return out
 
-    def _table(self):
+    def _table(self) -> Table:
         from rich.table import Table
 
         t = Table(title=self.title, expand=False)
@@ -73,7 +80,7 @@ class PulumiProgress(LiveView):
         return t
 
 
-def print_changes(console, changes: dict[str, int], title: str = "cloud changes") -> None:
+def print_changes(console: Console, changes: dict[str, int], title: str = "cloud changes") -> None:
     """One line: what the preview (or the run) changes, e.g. `create 52, update 1`."""
     parts = [f"{op} {n}" for op, n in sorted(changes.items()) if n and op != "same"]
     console.print(f"{title}: {', '.join(parts) if parts else 'none'}", highlight=False)

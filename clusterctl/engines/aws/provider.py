@@ -3,7 +3,11 @@ powered up for burst partitions are the burst programs'."""
 
 from __future__ import annotations
 
+from typing import Callable
+
+from clusterctl.compile.model import ClusterPlan, LiveFacts
 from clusterctl.engines.provider import Context, SshIdentity
+from clusterctl.state import ClusterState
 
 
 class AwsProvider:
@@ -14,7 +18,7 @@ class AwsProvider:
 
         require_pulumi_cli()  # without the CLI nothing may change, the state dir included
 
-    def prepare(self, ctx: Context):
+    def prepare(self, ctx: Context) -> LiveFacts:
         from clusterctl.engines.aws.facts import cloud_facts
         from clusterctl.engines.aws.up import cloud_up
 
@@ -22,19 +26,19 @@ class AwsProvider:
                           quiet=ctx.quiet, on_findings=ctx.on_findings)
         return cloud_facts(result.outputs)
 
-    def identity(self, plan, state, log) -> SshIdentity:
+    def identity(self, plan: ClusterPlan, state: ClusterState, log: Callable[[str], None]) -> SshIdentity:
         # The cluster's own admin key (made by the cloud engine, installed by cloud-init); host keys on first contact.
         return SshIdentity(private_key=state.secret_file("aws_admin_ed25519"))
 
     def boot(self, ctx: Context, identity: SshIdentity) -> None:
         """Instances boot by themselves once the stack exists."""
 
-    def preview(self, plan, state):
+    def preview(self, plan: ClusterPlan, state: ClusterState) -> dict:
         from clusterctl.engines.aws.up import cloud_preview
 
         return cloud_preview(plan, state)
 
-    def teardown(self, ctx: Context, identity, result: dict) -> None:
+    def teardown(self, ctx: Context, identity: SshIdentity | None, result: dict) -> None:
         from clusterctl.engines.aws.burst.teardown import release_burst_instances
         from clusterctl.engines.aws.up import cloud_down
         from clusterctl.state.secrets import ensure_cluster_id

@@ -9,6 +9,7 @@ straight from the plan; linked to S3 when the spec asks, with a data repository 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 import pulumi_aws as aws
@@ -65,7 +66,7 @@ class Lustre(pulumi.ComponentResource):
         child = ResourceOptions(parent=self)
         c = args.config
         persistent_2 = c.deployment_type == "PERSISTENT_2"
-        extra = {}
+        extra: dict[str, Any] = {}  # optional LustreFileSystem keyword arguments of several types
         if c.per_unit_storage_throughput is not None and c.deployment_type.startswith("PERSISTENT"):
             extra["per_unit_storage_throughput"] = c.per_unit_storage_throughput
         if c.s3_bucket and not persistent_2:
@@ -79,7 +80,7 @@ class Lustre(pulumi.ComponentResource):
             security_group_ids=args.security_group_ids, tags={**args.tags, "Name": name}, opts=child, **extra)
         self.association = None
         if c.s3_bucket and persistent_2:
-            s3 = {"auto_import_policy": {"events": DRA_EVENTS}}
+            s3: aws.fsx.DataRepositoryAssociationS3ArgsDict = {"auto_import_policy": {"events": DRA_EVENTS}}
             if c.export_path and c.export_path.strip("/") == (c.import_path or "/").strip("/"):
                 s3["auto_export_policy"] = {"events": DRA_EVENTS}
             elif c.export_path:

@@ -18,12 +18,19 @@ import subprocess
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable, Iterator
 
 from clusterctl.engines.aws.errors import NotConfirmed, PreflightFailed
 from clusterctl.compile.model import ClusterPlan
 from clusterctl.core.findings import Finding, Level
 from clusterctl.state import ClusterState
+
+if TYPE_CHECKING:
+    from pulumi import automation as auto
+    from rich.console import Console
+
+    from clusterctl.engines.aws.automation import StackSettings
+    from clusterctl.engines.aws.preflight import AwsApi
 
 ADMIN_CIDR_ENV = "CLUSTERCTL_ADMIN_CIDR"
 
@@ -85,7 +92,7 @@ def _munge_b64(state: ClusterState) -> str:
 
 
 @contextmanager
-def _progress(console, title: str, quiet: bool, on_event: Callable | None):
+def _progress(console: Console | None, title: str, quiet: bool, on_event: Callable | None) -> Iterator[Callable | None]:
     """Yields the on_event callback for one Pulumi operation: the live view (on a console) plus the caller's."""
     if console is None:
         yield on_event
@@ -93,7 +100,7 @@ def _progress(console, title: str, quiet: bool, on_event: Callable | None):
     from clusterctl.engines.aws.progress import PulumiProgress
 
     with PulumiProgress(console, title, quiet=quiet) as view:
-        def both(ev):
+        def both(ev: auto.EngineEvent) -> None:
             view.event(ev)
             if on_event is not None:
                 on_event(ev)
@@ -101,7 +108,7 @@ def _progress(console, title: str, quiet: bool, on_event: Callable | None):
 
 
 def stack_settings(plan: ClusterPlan, state: ClusterState, admin_cidr: str | None = None,
-                   images: dict[str, str] | None = None):
+                   images: dict[str, str] | None = None) -> StackSettings:
     """The stack config of this build plus the runtime settings (admin key, munge key, admin CIDR, cluster id).
     images: pool -> the node image `clusterctl image build` recorded, which the pools' templates boot; None reads
     what the state holds (drift and plan previews compare against the same images `up` used)."""
@@ -114,7 +121,8 @@ def stack_settings(plan: ClusterPlan, state: ClusterState, admin_cidr: str | Non
     if images is None:
         images = recorded_images(state.backend, [p.name for p in plan.aws_pools])
     config = cloud_config(plan)
-    if images and config is not None:
+    assert config is not None  # the aws engine runs only for plans with aws pools
+    if images:
         config = with_recorded_images(config, images)
     return automation.StackSettings(
         cluster=plan.name, config=config, backend=automation.backend_url(state, plan.pulumi_backend),
@@ -123,7 +131,7 @@ def stack_settings(plan: ClusterPlan, state: ClusterState, admin_cidr: str | Non
 
 
 def cloud_up(plan: ClusterPlan, state: ClusterState, *, confirm: Callable[[object], bool],
-             console=None, quiet: bool = False, on_event: Callable | None = None, api=None,
+             console: Console | None = None, quiet: bool = False, on_event: Callable | None = None, api: AwsApi | None = None,
              admin_cidr: str | None = None, on_findings: Callable[[list[Finding]], None] | None = None) -> CloudUpResult:
     """Create or update the cluster's AWS resources; see the module docstring for the order.
 
@@ -158,13 +166,13 @@ def cloud_up(plan: ClusterPlan, state: ClusterState, *, confirm: Callable[[objec
     return CloudUpResult(findings, preview, CloudOutputs.from_stack(out))
 
 
-def _existing_stack(plan: ClusterPlan, state: ClusterState):
+def _existing_stack(plan: ClusterPlan, state: ClusterState) -> auto.Stack | None:
     from clusterctl.engines.aws import automation
 
     return automation.existing_stack(state, plan.name, automation.backend_url(state, plan.pulumi_backend))
 
 
-def existing_stack_or_reason(plan: ClusterPlan, state: ClusterState):
+def existing_stack_or_reason(plan: ClusterPlan, state: ClusterState) -> tuple[auto.Stack | None, str | None]:
     """(stack, None) when the pulumi CLI and the cluster's stack are there, else (None, why not). Creates nothing."""
     from clusterctl.engines.aws import automation
     from clusterctl.engines.aws.errors import CloudError
@@ -208,7 +216,7 @@ def cloud_outputs(plan: ClusterPlan, state: ClusterState) -> CloudOutputs | None
     return CloudOutputs.from_stack(automation.outputs(stack)) if stack is not None else None
 
 
-def cloud_down(plan: ClusterPlan, state: ClusterState, *, console=None, quiet: bool = False,
+def cloud_down(plan: ClusterPlan, state: ClusterState, *, console: Console | None = None, quiet: bool = False,
                on_event: Callable | None = None) -> dict[str, int]:
     """Destroy exactly this cluster's stack (the caller drains Slurm first). Returns Pulumi's change counts."""
     from clusterctl.engines.aws import automation

@@ -17,6 +17,7 @@ import os
 import stat
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
+from typing import Iterator
 
 from clusterctl.engines.local.errors import LabError
 from clusterctl.engines.local.proc import run
@@ -30,7 +31,7 @@ _DELETED = " (deleted)"
 # --- the image -----------------------------------------------------------------------------------------
 
 @contextmanager
-def _image_lock(image: Path):
+def _image_lock(image: Path) -> Iterator[None]:
     """Serialises attach/detach of one image between up()/down() and the node's supervisor (after a reboot):
     without it both could find the image unattached and attach it twice."""
     with open(image, "rb") as fh:

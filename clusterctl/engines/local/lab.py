@@ -8,6 +8,8 @@ import time
 from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
+from subprocess import CompletedProcess
+from typing import Iterator
 
 from clusterctl.engines.local import (aptcache, cgroups, disks, gpus, host, machine, mounts, names, network, nodefiles,
                               rootfs, sshkeys)
@@ -49,7 +51,7 @@ class Lab:
         return names_
 
     @contextmanager
-    def _locked(self):
+    def _locked(self) -> Iterator[None]:
         """One up/down/set_fake_gpus at a time per cluster (two `up`s would both start the same nodes)."""
         self.spec.state_dir.mkdir(parents=True, exist_ok=True)
         with open(self.spec.state_dir / ".lock", "w") as fh:
@@ -186,7 +188,7 @@ class Lab:
 
     # --- steps -------------------------------------------------------------------------------------
 
-    def _ssh(self, node: str, command: list[str], timeout: float = 30):
+    def _ssh(self, node: str, command: list[str], timeout: float = 30) -> CompletedProcess[str]:
         return run([*self.ssh_command(node), "--", *command], check=False, timeout=timeout)
 
     def _hosts(self) -> dict[str, str]:

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING, Callable
 
 from clusterctl.compile.model import ClusterPlan
 from clusterctl.engines.provider import Context, SshIdentity
 from clusterctl.core.providers import traits
 from clusterctl.state import ClusterState
+
+if TYPE_CHECKING:
+    from clusterctl.engines.local import Lab
 
 # Lab nodes of pools with a local cache get one sparse loop-backed disk as /dev/nvme0n1 (mkfs.xfs needs > 300 MB).
 LAB_NVME_MB = 1024
@@ -19,7 +23,7 @@ def cache_dir() -> Path:
     return Path(os.environ.get("CLUSTERCTL_CACHE_DIR", "/var/cache/clusterctl"))
 
 
-def lab_for(plan: ClusterPlan, state: ClusterState, log=print):
+def lab_for(plan: ClusterPlan, state: ClusterState, log: Callable[[str], None] = print) -> Lab:
     from clusterctl.engines.local import Lab, LabNode, LabSpec
 
     if plan.lab is None:
@@ -47,10 +51,10 @@ class LocalProvider:
     def check_tools(self) -> None:
         """debootstrap and systemd-container are installed by the lab itself on first boot."""
 
-    def prepare(self, ctx: Context):
+    def prepare(self, ctx: Context) -> None:
         return None
 
-    def identity(self, plan: ClusterPlan, state: ClusterState, log) -> SshIdentity:
+    def identity(self, plan: ClusterPlan, state: ClusterState, log: Callable[[str], None]) -> SshIdentity:
         lab = lab_for(plan, state, log)
         # The lab writes every node's host key itself: nothing is accepted on first use.
         return SshIdentity(private_key=lab.ssh_key, known_hosts=lab.known_hosts, tofu=False, lab=lab)
@@ -61,7 +65,7 @@ class LocalProvider:
             ctx.console.print(f"lab nodes: {names}", markup=False)
         identity.lab.up()
 
-    def preview(self, plan, state):
+    def preview(self, plan: ClusterPlan, state: ClusterState) -> None:
         return None
 
     def teardown(self, ctx: Context, identity: SshIdentity | None, result: dict) -> None:

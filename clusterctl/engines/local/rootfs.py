@@ -90,6 +90,6 @@ def _customize(root: Path, suite: str, mirror: str) -> None:
     (root / "etc/apt/sources.list").write_text(sources)
     run(["chroot", str(root), "apt-get", "clean"], check=False)
     lists = root / "var/lib/apt/lists"
-    for f in lists.glob("*"):
-        if f.is_file() and f.name != "lock":
-            f.unlink()  # stale the day after; nodes run apt-get update (Ansible: update_cache) anyway
+    for stale in lists.glob("*"):
+        if stale.is_file() and stale.name != "lock":
+            stale.unlink()  # stale the day after; nodes run apt-get update (Ansible: update_cache) anyway

@@ -6,6 +6,7 @@ import ipaddress
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 from clusterctl.engines.local.errors import LabError
 
@@ -36,7 +37,7 @@ class LabSpec:
     suite: str = "bookworm"
     mirror: str = "http://deb.debian.org/debian"
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         # Coerce the convenient forms (list of nodes, str paths) so callers need not care.
         object.__setattr__(self, "nodes", tuple(self.nodes))
         object.__setattr__(self, "state_dir", Path(self.state_dir))
@@ -45,7 +46,7 @@ class LabSpec:
         if problems:
             raise LabError(f"invalid lab spec for cluster {self.cluster!r}: " + "; ".join(problems))
 
-    def _problems(self):
+    def _problems(self) -> Iterator[str]:
         if not _LABEL.match(self.cluster or ""):
             yield f"cluster name {self.cluster!r} must be a lowercase DNS label (a-z, 0-9, '-')"
         try:

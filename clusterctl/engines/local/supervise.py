@@ -14,11 +14,18 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import FrameType
+from typing import TypedDict
 
 from clusterctl.engines.local import cgroups, disks, gpus
 from clusterctl.engines.local.errors import LabError
 from clusterctl.engines.local.machine import REBOOT_EXIT, NodePaths, find_leader
 from clusterctl.engines.local.proc import write_pidfile
+
+
+class _State(TypedDict):
+    stopping: bool
+    child: subprocess.Popen[bytes] | None
 
 
 def _log(msg: str) -> None:
@@ -53,9 +60,9 @@ def main(node_dir: str) -> int:
     else:
         paths.cgroups.write_text(json.dumps({"owned": False, "dirs": [d for d, _ in cgroups.current().values()]}))
 
-    state = {"stopping": False, "child": None}
+    state: _State = {"stopping": False, "child": None}
 
-    def on_term(signum, frame):
+    def on_term(signum: int, frame: FrameType | None) -> None:
         state["stopping"] = True
         if state["child"] is not None and state["child"].poll() is None:
             state["child"].send_signal(signal.SIGTERM)  # nspawn turns this into a clean poweroff of the node

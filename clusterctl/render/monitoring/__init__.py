@@ -9,18 +9,22 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
+from typing import TYPE_CHECKING, Any
 
 from clusterctl.compile.model import ClusterPlan, Node
 from clusterctl.render.monitoring import metrics as m
 from clusterctl.render.monitoring.dashboard import DATASOURCE_UID, dashboard
 from clusterctl.core.providers import traits
 
+if TYPE_CHECKING:
+    import jinja2
+
 # AMD GPUs have no DCGM; an AMD exporter is not part of this build.
 NO_DCGM_MODELS = {"mi300x"}
 
 
 @lru_cache(maxsize=1)
-def _env():
+def _env() -> jinja2.Environment:
     from clusterctl.render.templates import environment
 
     # Prometheus alert templates and Grafana use {{ }}: monitoring templates use [[ ]] / [% %] instead.
@@ -31,7 +35,7 @@ def _env():
     )
 
 
-def _render(name: str, **ctx) -> str:
+def _render(name: str, **ctx: Any) -> str:
     from clusterctl.render.templates import render_with
 
     return render_with(_env(), f"monitoring/{name}", **ctx)

@@ -8,6 +8,8 @@
 
 from __future__ import annotations
 
+from typing import Iterable
+
 from clusterctl.compile.model import ClusterPlan
 from clusterctl.render.monitoring import metrics as m
 
@@ -20,7 +22,7 @@ def _target(ref: str, expr: str, legend: str) -> dict:
     return {"refId": ref, "datasource": DS, "expr": expr, "legendFormat": legend, "range": True}
 
 
-def _timeseries(title: str, desc: str, unit: str, targets: list[dict], pos: dict, overrides=()) -> dict:
+def _timeseries(title: str, desc: str, unit: str, targets: list[dict], pos: dict, overrides: Iterable[dict] = ()) -> dict:
     return {
         "type": "timeseries",
         "title": title,

@@ -34,7 +34,7 @@ class Context:
     log: logging.Logger
 
     @classmethod
-    def create(cls, settings: Settings, log: logging.Logger, slurm: Slurm | None = None, region: str | None = None):
+    def create(cls, settings: Settings, log: logging.Logger, slurm: Slurm | None = None, region: str | None = None) -> Context:
         plan = BurstPlan.load(settings.plan)
         pools = plan.elastic_pools()
         if not pools and region is None:
@@ -43,7 +43,9 @@ class Context:
             raise ClusterctlError(f"no cluster id (CLUSTERCTL_BURST_CLUSTER_ID) in the burst settings of "
                                   f"{plan.cluster}: run `clusterctl up` again; without it no instance can be told "
                                   f"apart from another cluster's of the same name")
-        ec2, ec2_launch = cloud.clients(region or pools[0].region)
+        region = region or pools[0].region
+        assert region is not None  # elastic pools are aws pools; compile gives each its region
+        ec2, ec2_launch = cloud.clients(region)
         return cls(settings, plan, slurm or Slurm(log=log), ec2, ec2_launch, log)
 
     @property
@@ -127,6 +129,8 @@ def _live_by_name(ctx: Context, names: list[str]) -> dict[str, cloud.Instance]:
     out: dict[str, cloud.Instance] = {}
     live = cloud.cluster_instances(ctx.ec2, ctx.plan.cluster, ctx.cluster_id, names, states=("pending", "running"))
     for inst in live:
+        if inst.name is None:
+            continue  # asked for by name: an instance without a Name tag is no node's
         cur = out.get(inst.name)
         if cur is None or _launched(inst) > _launched(cur):
             out[inst.name] = inst

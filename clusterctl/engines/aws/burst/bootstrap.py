@@ -108,17 +108,17 @@ def bootstrap_one(ctx: Context, node: str, inst: cloud.Instance, deadline: float
     """None when the node is set up; otherwise why not."""
     log = ctx.log
     address = inst.private_ip
+    assert address is not None  # bootstrap_nodes passes only instances that have a private address
     argv = ssh_argv(ctx, node, inst.id, address)
     sudo = [] if argv[-1].startswith("root@") else ["sudo", "-n"]
     t0 = time.monotonic()
     last = ""
     while True:
         if _port_open(address):
-            cp = subprocess.run([*argv, "--", "true"], capture_output=True, text=True, timeout=30)
-            if cp.returncode == 0:
+            probe = subprocess.run([*argv, "--", "true"], capture_output=True, text=True, timeout=30)
+            if probe.returncode == 0:
                 break
-            last = (cp.stderr or cp.stdout).strip().splitlines()[-1:] or [f"ssh exit {cp.returncode}"]
-            last = last[0]
+            last = ((probe.stderr or probe.stdout).strip().splitlines()[-1:] or [f"ssh exit {probe.returncode}"])[0]
         else:
             last = "port 22 closed"
         if time.monotonic() > deadline:

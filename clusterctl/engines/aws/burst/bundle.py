@@ -21,6 +21,7 @@ import sys
 import tarfile
 from importlib import metadata
 from pathlib import Path
+from typing import cast
 
 # What `clusterctl burst` imports (the spec/compile/render modules the plan types live in, boto3 for EC2);
 # pulumi, pulumi-aws, ansible-core and ansible-runner are engines of `up`, not needed on the controller.
@@ -64,7 +65,7 @@ def closure(python_version: str) -> dict[str, str]:
     from packaging.requirements import Requirement
     from packaging.utils import canonicalize_name
 
-    env = {**default_environment(), "python_version": python_version, "python_full_version": f"{python_version}.0",
+    env: dict[str, str] = {**cast("dict[str, str]", default_environment()), "python_version": python_version, "python_full_version": f"{python_version}.0",
            "extra": ""}
     out: dict[str, str] = {}
     todo = list(REQUIREMENTS)

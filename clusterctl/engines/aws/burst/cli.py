@@ -8,9 +8,15 @@ from __future__ import annotations
 
 import os
 import sys
+import logging
 import time
+from typing import TYPE_CHECKING, Callable, NoReturn
 
 import typer
+
+if TYPE_CHECKING:
+    from clusterctl.engines.aws.burst.actions import Context
+    from clusterctl.engines.aws.burst.settings import Settings
 
 burst_app = typer.Typer(
     name="burst",
@@ -29,7 +35,7 @@ def _std_fds() -> None:
 NodesArg = typer.Argument(..., help="Slurm hostlist of nodes, e.g. cloud[001-004] (what slurmctld passes).")
 
 
-def _run(action: str, fn) -> None:
+def _run(action: str, fn: Callable[[Settings, logging.Logger], int | None]) -> None:
     """Settings from the env file, a logged run, errors as one line (and exit 1)."""
     from clusterctl.engines.aws.burst.runlog import run_logger
     from clusterctl.engines.aws.burst.settings import Settings, load_environment
@@ -55,7 +61,7 @@ def _run(action: str, fn) -> None:
     _exit(log, t0, code)
 
 
-def _exit(log, t0: float, code: int):
+def _exit(log: logging.Logger, t0: float, code: int) -> NoReturn:
     from clusterctl.engines.aws.burst.runlog import close
 
     log.info(f"done in {time.monotonic() - t0:.2f}s, exit {code}")
@@ -63,7 +69,7 @@ def _exit(log, t0: float, code: int):
     raise typer.Exit(code)
 
 
-def _context(settings, log):
+def _context(settings: Settings, log: logging.Logger) -> Context:
     from clusterctl.engines.aws.burst.actions import Context
 
     return Context.create(settings, log)
@@ -73,7 +79,7 @@ def _context(settings, log):
 def resume(nodes: str = NodesArg) -> None:
     """ResumeProgram: launch the nodes' instances (all or nothing per job, AZ failover) and start their bootstrap."""
 
-    def go(settings, log):
+    def go(settings: Settings, log: logging.Logger) -> int | None:
         from clusterctl.engines.aws.burst import actions, bootstrap
 
         ctx = _context(settings, log)
@@ -100,7 +106,7 @@ def resume(nodes: str = NodesArg) -> None:
 def suspend(nodes: str = NodesArg) -> None:
     """SuspendProgram: terminate the nodes' instances (by tag)."""
 
-    def go(settings, log):
+    def go(settings: Settings, log: logging.Logger) -> None:
         from clusterctl.engines.aws.burst import actions
 
         actions.suspend(_context(settings, log), nodes)
@@ -112,7 +118,7 @@ def suspend(nodes: str = NodesArg) -> None:
 def resume_fail(nodes: str = NodesArg) -> None:
     """ResumeFailProgram: terminate, then back to POWER_DOWN with the reason (never a permanent DOWN)."""
 
-    def go(settings, log):
+    def go(settings: Settings, log: logging.Logger) -> None:
         from clusterctl.engines.aws.burst import actions
 
         actions.resume_fail(_context(settings, log), nodes)
@@ -124,7 +130,7 @@ def resume_fail(nodes: str = NodesArg) -> None:
 def sync(dry_run: bool = typer.Option(False, "--dry-run", help="Log what would change; change nothing.")) -> None:
     """Reconcile Slurm with the cloud's tags: stray instances terminated, nodes whose instance vanished powered down."""
 
-    def go(settings, log):
+    def go(settings: Settings, log: logging.Logger) -> None:
         from clusterctl.engines.aws.burst import actions
 
         actions.sync(_context(settings, log), dry_run=dry_run)
@@ -136,7 +142,7 @@ def sync(dry_run: bool = typer.Option(False, "--dry-run", help="Log what would c
 def bootstrap(nodes: str = NodesArg) -> None:
     """Set up launched instances as Slurm nodes (resume starts this detached)."""
 
-    def go(settings, log):
+    def go(settings: Settings, log: logging.Logger) -> int | None:
         from clusterctl.core import hostlist
         from clusterctl.engines.aws.burst.bootstrap import bootstrap_nodes
 

@@ -15,9 +15,10 @@ import dataclasses
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from typing import Any, Callable, Iterable
 
 from clusterctl.engines.aws import launch
-from clusterctl.render.stack_config import CLUSTER_ID_TAG
+from clusterctl.render.stack_config import CLUSTER_ID_TAG, PoolConfig
 from clusterctl.core.errors import ClusterctlError
 
 CLUSTER_TAG = "clusterctl:cluster"
@@ -63,7 +64,7 @@ def error_message(exc: Exception) -> str:
     return str(exc)
 
 
-def clients(region: str, endpoint_url: str | None = None):
+def clients(region: str, endpoint_url: str | None = None) -> tuple[Any, Any]:  # boto3 EC2 clients
     """(ec2, ec2 for RunInstances). Credentials, endpoint (AWS_ENDPOINT_URL) the standard boto3 way.
 
     RunInstances gets no SDK retries: botocore retries HTTP 500s, and EC2 answers InsufficientInstanceCapacity
@@ -119,8 +120,8 @@ def ours(cluster: str, cluster_id: str) -> list[dict]:
             {"Name": f"tag:{CLUSTER_ID_TAG}", "Values": [cluster_id]}]
 
 
-def cluster_instances(ec2, cluster: str, cluster_id: str, names: list[str] | None = None,
-                      states=LIVE_STATES) -> list[Instance]:
+def cluster_instances(ec2: Any, cluster: str, cluster_id: str, names: list[str] | None = None,
+                      states: Iterable[str] = LIVE_STATES) -> list[Instance]:
     """The cluster's instances (by name and id tags), optionally only those whose Name is in `names`."""
     filters = [*ours(cluster, cluster_id), {"Name": "instance-state-name", "Values": list(states)}]
     if names is not None:
@@ -134,7 +135,7 @@ def cluster_instances(ec2, cluster: str, cluster_id: str, names: list[str] | Non
     return sorted(out, key=lambda i: (i.name or "", i.id))
 
 
-def terminate(ec2, ids: list[str]) -> list[str]:
+def terminate(ec2: Any, ids: list[str]) -> list[str]:
     return launch.terminate_nodes(ec2, sorted(set(ids)))
 
 
@@ -155,7 +156,7 @@ def _tagged(items: list[dict], key: str = "Tags") -> list[tuple[dict, dict]]:
     return [(x, {t["Key"]: t["Value"] for t in x.get(key) or []}) for x in items]
 
 
-def launch_targets(ec2, cluster: str, cluster_id: str, pool) -> list[LaunchTarget]:
+def launch_targets(ec2: Any, cluster: str, cluster_id: str, pool: PoolConfig) -> list[LaunchTarget]:
     """Where the pool may launch, in the pool's AZ order (capacity blocks: only the block's AZ).
 
     pool: clusterctl.render.stack_config.PoolConfig. The security groups are the launch template's own (its ENIs'); the
@@ -218,13 +219,13 @@ class Attempt:
     seconds: float = 0.0
 
 
-def markets(pool) -> list[str]:
+def markets(pool: PoolConfig) -> list[str]:
     """Purchase options the pool allows, in order: its market, then the spec's fallback_markets."""
     return [pool.market, *pool.fallback_markets]
 
 
-def launch_with_failover(ec2, pool, cluster: str, cluster_id: str, names: list[str], targets: list[LaunchTarget],
-                         log=None):
+def launch_with_failover(ec2: Any, pool: PoolConfig, cluster: str, cluster_id: str, names: list[str], targets: list[LaunchTarget],
+                         log: Callable[[str], None] | None = None) -> tuple[dict[str, dict], list[Attempt]]:
     """Launch `names` all or nothing, trying each (market, AZ) in order. Returns (name -> instance info, attempts).
 
     Capacity errors move to the next AZ; quota errors to the next market; any other error stops at once (a bad

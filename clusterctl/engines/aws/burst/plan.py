@@ -14,23 +14,31 @@ import typing
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Sequence, TypeVar
 
 from clusterctl.compile.model import ClusterPlan, Node, PoolPlan
 from clusterctl.core.errors import ClusterctlError
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+    from clusterctl.render.stack_config import PoolConfig, StackConfig
+
+_D = TypeVar("_D", bound="DataclassInstance")
 
 
 class PlanError(ClusterctlError):
     """The controller's plan.json is missing or unreadable."""
 
 
-def _convert(tp, value):
+def _convert(tp: Any, value: Any) -> Any:  # a type hint; a JSON value
     if value is None:
         return None
     origin = typing.get_origin(tp)
     if origin in (typing.Union, types.UnionType):
-        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        args: Sequence[Any] = [a for a in typing.get_args(tp) if a is not type(None)]
         return _convert(args[0], value) if len(args) == 1 else value
-    if dataclasses.is_dataclass(tp):
+    if dataclasses.is_dataclass(tp) and isinstance(tp, type):  # a dataclass type (hints are never instances)
         return from_dict(tp, value)
     if origin is tuple:
         args = typing.get_args(tp)
@@ -42,7 +50,7 @@ def _convert(tp, value):
     return value
 
 
-def from_dict(cls, data: dict):
+def from_dict(cls: type[_D], data: dict) -> _D:
     """A (nested, frozen) dataclass from its dataclasses.asdict() form; unknown keys are ignored."""
     hints = typing.get_type_hints(cls)
     kwargs = {f.name: _convert(hints[f.name], data[f.name]) for f in dataclasses.fields(cls) if f.name in data}
@@ -87,14 +95,16 @@ class BurstPlan:
         return [p for p in self.plan.pools if p.provider == "aws" and p.elastic]
 
     def pool_of(self, node: str) -> PoolPlan:
-        return self.plan.pool(self.cloud_nodes[node].pool)
+        pool = self.cloud_nodes[node].pool
+        assert pool is not None  # cloud nodes belong to an elastic pool; only the controller has none
+        return self.plan.pool(pool)
 
     @cached_property
-    def stack(self):
+    def stack(self) -> StackConfig:
         """StackConfig of the plan: PoolConfig per aws pool (ENI layout, market, reservation) as the launch template has it."""
         from clusterctl.render.stack_config import StackConfig
 
         return StackConfig.from_plan(self.plan)
 
-    def pool_config(self, pool: str):
+    def pool_config(self, pool: str) -> PoolConfig:
         return self.stack.pool(pool)

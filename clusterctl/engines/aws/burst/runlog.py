@@ -10,6 +10,7 @@ import sys
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 
 def run_logger(action: str, log_file: Path, stderr: bool = True) -> logging.Logger:
@@ -42,7 +43,7 @@ def close(log: logging.Logger) -> None:
 
 
 @contextmanager
-def locked(state_dir: Path, exclusive: bool):
+def locked(state_dir: Path, exclusive: bool) -> Iterator[None]:
     """Launch/terminate runs share the lock; sync takes it alone, so it never reconciles against a half-done launch."""
     state_dir.mkdir(parents=True, exist_ok=True)
     with open(state_dir / "lock", "a") as fh:

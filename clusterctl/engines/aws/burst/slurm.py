@@ -7,6 +7,7 @@ IDLE+DRAIN+CLOUD (drained).
 
 from __future__ import annotations
 
+import logging
 import re
 import subprocess
 from dataclasses import dataclass
@@ -62,7 +63,7 @@ def parse_show_node(text: str) -> dict[str, NodeState]:
     """`scontrol -o show node` output (one node per line) -> name -> NodeState."""
     out = {}
     for line in text.splitlines():
-        fields = dict(m.groups() for m in _FIELD.finditer(line))
+        fields = {m.group(1): m.group(2) for m in _FIELD.finditer(line)}
         if "NodeName" not in fields:
             continue
         m = _REASON.search(line)
@@ -77,7 +78,7 @@ def clip_reason(reason: str) -> str:
 
 
 class Slurm:
-    def __init__(self, scontrol: str = "scontrol", timeout: float = 30, log=None):
+    def __init__(self, scontrol: str = "scontrol", timeout: float = 30, log: logging.Logger | None = None) -> None:
         self.scontrol = scontrol
         self.timeout = timeout
         self.log = log

@@ -36,6 +36,7 @@ def release_burst_instances(plan: ClusterPlan, cluster_id: str, log: Callable[[s
     burst = BurstPlan(plan)
     pools_by_region: dict[str, set[str]] = defaultdict(set)
     for pool in burst.elastic_pools():
+        assert pool.region is not None  # elastic pools are aws pools; compile gives each its region
         pools_by_region[pool.region].add(pool.name)
     released: dict[str, str] = {}
     for region, pools in sorted(pools_by_region.items()):
