@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from collections.abc import Callable, Iterator
+from typing import Any, Iterable, TypeVar
 
 from clusterctl.catalog import INSTANCE_TYPES
 from clusterctl.compile.model import ClusterPlan, PoolPlan
@@ -22,6 +23,7 @@ DEBIAN_12_NAME = "debian-12-amd64-*"
 # Service Quotas codes (vCPUs): "Running On-Demand P instances" and "All P Spot Instance Requests".
 QUOTA_ON_DEMAND_P = "L-417A185B"
 QUOTA_SPOT_P = "L-7212CCBC"
+T = TypeVar("T")
 NOT_FOUND = ("NotFound", "Malformed", "InvalidCapacityReservationId", "InvalidAMIID")
 
 
@@ -37,13 +39,13 @@ class AwsApi:
     _clients: dict = field(default_factory=dict)
     _cache: dict = field(default_factory=dict)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.session is None:
             import boto3
 
             self.session = boto3.Session()
 
-    def client(self, service: str, region: str):
+    def client(self, service: str, region: str) -> Any:
         key = (service, region)
         if key not in self._clients:
             from botocore.config import Config
@@ -52,7 +54,7 @@ class AwsApi:
                                                      config=Config(retries={"max_attempts": 3, "mode": "standard"}))
         return self._clients[key]
 
-    def call(self, service: str, region: str, op: str, **kwargs) -> dict:
+    def call(self, service: str, region: str, op: str, **kwargs: Any) -> dict:
         """Call an API; not-found errors propagate as ClientError, every other failure (denied, throttled, an
         endpoint that answers garbage, no credentials) becomes ApiUnavailable: inconclusive, never a pass."""
         from botocore.exceptions import ClientError
@@ -67,7 +69,7 @@ class AwsApi:
         except Exception as e:  # noqa: BLE001 - botocore's parser/connection errors have no common base
             raise ApiUnavailable(f"{service} {op}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from e
 
-    def _cached(self, key, fn):
+    def _cached(self, key: tuple[str, ...], fn: Callable[[], T]) -> T:
         if key not in self._cache:
             self._cache[key] = fn()
         return self._cache[key]
@@ -77,7 +79,7 @@ class AwsApi:
             z["ZoneName"] for z in self.call("ec2", region, "describe_availability_zones", AllAvailabilityZones=False)["AvailabilityZones"]})
 
     def offered_in(self, region: str, instance_type: str) -> set[str]:
-        def fetch():
+        def fetch() -> Any:
             azs: set[str] = set()
             kwargs = {"LocationType": "availability-zone", "Filters": [{"Name": "instance-type", "Values": [instance_type]}]}
             while True:
@@ -91,7 +93,7 @@ class AwsApi:
     def instance_type(self, region: str, instance_type: str) -> dict | None:
         from botocore.exceptions import ClientError
 
-        def fetch():
+        def fetch() -> Any:
             try:
                 r = self.call("ec2", region, "describe_instance_types", InstanceTypes=[instance_type])
             except ClientError:
@@ -111,19 +113,25 @@ class CloudCheck:
     def _f(self, level: Level, parts: tuple, message: str) -> Finding:
         return Finding(level, self.code, format_path(parts), message, parts=tuple(parts))
 
-    def error(self, parts, message):
+    def error(self, parts: tuple, message: str) -> Finding:
         return self._f(Level.ERROR, parts, message)
 
-    def warning(self, parts, message):
+    def warning(self, parts: tuple, message: str) -> Finding:
         return self._f(Level.WARNING, parts, message)
 
-    def info(self, parts, message):
+    def info(self, parts: tuple, message: str) -> Finding:
         return self._f(Level.INFO, parts, message)
 
 
-def aws_pools(plan: ClusterPlan) -> list[tuple[int, PoolPlan]]:
-    """(spec index, pool): plan.pools keeps the spec's order, so the index is the spec path's index."""
-    return [(i, p) for i, p in enumerate(plan.pools) if p.provider == "aws"]
+def aws_pools(plan: ClusterPlan) -> list[tuple[int, PoolPlan, str, str]]:
+    """(spec index, pool, region, instance type): plan.pools keeps the spec's order, so the index is the spec path's
+    index; compile gives every aws pool its region and instance type."""
+    out = []
+    for i, p in enumerate(plan.pools):
+        if p.provider == "aws":
+            assert p.region is not None and p.instance_type is not None, f"aws pool {p.name} compiled without a region"
+            out.append((i, p, p.region, p.instance_type))
+    return out
 
 
 def count_path(i: int, p: PoolPlan) -> tuple:
@@ -135,23 +143,24 @@ class InstanceTypeOffered(CloudCheck):
 
     code = "aws-instance-type-offered"
 
-    def check(self, plan, api):
-        for i, p in aws_pools(plan):
+    def check(self, plan: ClusterPlan, api: AwsApi) -> Iterator[Finding]:
+        for i, p, region, itype in aws_pools(plan):
             try:
-                zones, offered = api.zones(p.region), api.offered_in(p.region, p.instance_type)
+                zones, offered = api.zones(region), api.offered_in(region, itype)
             except ApiUnavailable as e:
-                yield self.warning(("pools", i, "availability_zones"), f"could not check where {p.instance_type} is offered: {e}")
+                yield self.warning(("pools", i, "availability_zones"), f"could not check where {itype} is offered: {e}")
                 continue
             for j, az in enumerate(p.availability_zones):
                 where = ("pools", i, "availability_zones", j)
                 if az not in zones:
-                    yield self.error(where, f"{az} is not an availability zone of {p.region} (this account has: {', '.join(sorted(zones))})")
+                    yield self.error(where, f"{az} is not an availability zone of {region} (this account has: {', '.join(sorted(zones))})")
                 elif az not in offered:
-                    alt = ", ".join(sorted(offered)) or f"no AZ of {p.region}"
-                    yield self.error(where, f"{p.instance_type} is not offered in {az}; it is offered in {alt}")
+                    alt = ", ".join(sorted(offered)) or f"no AZ of {region}"
+                    yield self.error(where, f"{itype} is not offered in {az}; it is offered in {alt}")
         ctl = plan.controller
-        if ctl.provider == "aws" and plan.aws_pools:
-            region, az = plan.aws_pools[0].region, plan.aws_pools[0].availability_zones[0]
+        if ctl.provider == "aws" and plan.aws_pools and ctl.instance_type is not None:
+            _, _, region, _ = aws_pools(plan)[0]
+            az = plan.aws_pools[0].availability_zones[0]
             try:
                 if az in api.zones(region) and az not in api.offered_in(region, ctl.instance_type):
                     yield self.error(("controller", "instance_type"), f"{ctl.instance_type} is not offered in {az}, where the controller goes")
@@ -165,26 +174,26 @@ class EfaSupported(CloudCheck):
 
     code = "aws-efa"
 
-    def check(self, plan, api):
-        for i, p in aws_pools(plan):
+    def check(self, plan: ClusterPlan, api: AwsApi) -> Iterator[Finding]:
+        for i, p, region, itype in aws_pools(plan):
             path = ("pools", i, "instance_type")
             try:
-                info = api.instance_type(p.region, p.instance_type)
+                info = api.instance_type(region, itype)
             except ApiUnavailable as e:
-                yield self.warning(path, f"could not describe {p.instance_type}: {e}")
+                yield self.warning(path, f"could not describe {itype}: {e}")
                 continue
             if info is None:
-                yield self.error(path, f"{p.instance_type} does not exist in {p.region}")
+                yield self.error(path, f"{itype} does not exist in {region}")
                 continue
             net = info.get("NetworkInfo", {})
             if p.fabric == "efa":
                 if not net.get("EfaSupported"):
-                    yield self.error(path, f"{p.instance_type} does not support EFA (fabric: efa)")
+                    yield self.error(path, f"{itype} does not support EFA (fabric: efa)")
                     continue
-                want = INSTANCE_TYPES[p.instance_type].network_cards if p.instance_type in INSTANCE_TYPES else None
+                want = INSTANCE_TYPES[itype].network_cards if itype in INSTANCE_TYPES else None
                 have = net.get("MaximumNetworkCards")
                 if want and have and want > have:
-                    yield self.error(path, f"the ENI layout needs {want} network cards but {p.instance_type} has {have} "
+                    yield self.error(path, f"the ENI layout needs {want} network cards but {itype} has {have} "
                                            "in this region (clusterctl's catalog is out of date)")
 
 
@@ -196,18 +205,18 @@ class VcpuQuota(CloudCheck):
 
     code = "aws-vcpu-quota"
 
-    def check(self, plan, api):
+    def check(self, plan: ClusterPlan, api: AwsApi) -> Iterator[Finding]:
         groups: dict[str, list[tuple[int, PoolPlan, int, int]]] = {}  # quota -> (index, pool, vCPUs, static nodes)
-        for i, p in aws_pools(plan):
-            if not p.instance_type.startswith("p"):
+        for i, p, region, itype in aws_pools(plan):
+            if not itype.startswith("p"):
                 continue
             if p.market == "capacity-block":
                 yield self.info(("pools", i, "market"), "capacity blocks are bought capacity; the running-instance vCPU quota is not checked")
             markets = [m for m in (p.market, *p.fallback_markets) if m != "capacity-block"]
             if not markets:
                 continue
-            it = INSTANCE_TYPES.get(p.instance_type)
-            vcpus = it.vcpus if it else ((api.instance_type(p.region, p.instance_type) or {}).get("VCpuInfo", {}).get("DefaultVCpus") or 0)
+            it = INSTANCE_TYPES.get(itype)
+            vcpus = it.vcpus if it else ((api.instance_type(region, itype) or {}).get("VCpuInfo", {}).get("DefaultVCpus") or 0)
             for market in markets:
                 code = QUOTA_SPOT_P if market == "spot" else QUOTA_ON_DEMAND_P
                 groups.setdefault(code, []).append((i, p, vcpus, p.static_count if market == p.market else 0))
@@ -216,8 +225,9 @@ class VcpuQuota(CloudCheck):
             static = sum(n * v for _, _, v, n in members)
             most = sum(p.max_count * v for _, p, v, _ in members)
             i0, p0, _, _ = max(members, key=lambda m: m[1].max_count * m[2])
+            _, _, region0, _ = next(a for a in aws_pools(plan) if a[0] == i0)
             try:
-                quota = api.call("service-quotas", p0.region, "get_service_quota", ServiceCode="ec2", QuotaCode=code)["Quota"]["Value"]
+                quota = api.call("service-quotas", region0, "get_service_quota", ServiceCode="ec2", QuotaCode=code)["Quota"]["Value"]
             except Exception as e:  # noqa: BLE001 - any failure here means "not checked", never "passed"
                 yield self.warning(("pools", i0, "instance_type"),
                                    f"could not check the {kind} P-instance vCPU quota ({code}) in {p0.region}: {_reason(e)}; "
@@ -236,36 +246,37 @@ class ReservationMatches(CloudCheck):
 
     code = "aws-reservation"
 
-    def check(self, plan, api):
+    def check(self, plan: ClusterPlan, api: AwsApi) -> Iterator[Finding]:
         from botocore.exceptions import ClientError
 
         now = dt.datetime.now(dt.timezone.utc)
-        for i, p in aws_pools(plan):
+        for i, p, region, _ in aws_pools(plan):
             if p.market not in ("capacity-block", "reserved") or not p.capacity_reservation_id:
                 continue
             rid, path = p.capacity_reservation_id, ("pools", i, "capacity_reservation_id")
             try:
-                found = api.call("ec2", p.region, "describe_capacity_reservations", CapacityReservationIds=[rid])["CapacityReservations"]
+                found = api.call("ec2", region, "describe_capacity_reservations", CapacityReservationIds=[rid])["CapacityReservations"]
             except ClientError:
                 found = []
             except ApiUnavailable as e:
                 yield self.warning(path, f"could not check {rid}: {e}")
                 continue
             if not found:
-                yield self.error(path, f"{rid} does not exist in {p.region} (or is not shared with this account)")
+                yield self.error(path, f"{rid} does not exist in {region} (or is not shared with this account)")
                 continue
             r = found[0]
             yield from self._match(i, p, r, path, now)
 
-    def _match(self, i, p, r, path, now):
+    def _match(self, i: int, p: PoolPlan, r: dict, path: tuple, now: dt.datetime) -> Iterator[Finding]:
+        itype = p.instance_type
         rid = p.capacity_reservation_id
         is_block = r.get("ReservationType") == "capacity-block"
         if p.market == "capacity-block" and not is_block:
             yield self.error(("pools", i, "market"), f"{rid} is an on-demand capacity reservation, not a capacity block; use market: reserved")
         if p.market == "reserved" and is_block:
             yield self.error(("pools", i, "market"), f"{rid} is a capacity block; use market: capacity-block")
-        if r.get("InstanceType") != p.instance_type:
-            yield self.error(("pools", i, "instance_type"), f"{rid} reserves {r.get('InstanceType')}, not {p.instance_type}")
+        if r.get("InstanceType") != itype:
+            yield self.error(("pools", i, "instance_type"), f"{rid} reserves {r.get('InstanceType')}, not {itype}")
         az = r.get("AvailabilityZone")
         if az not in p.availability_zones:
             yield self.error(("pools", i, "availability_zones"), f"{rid} is in {az}, which is not one of the pool's AZs")
@@ -299,33 +310,35 @@ class AmiExists(CloudCheck):
 
     code = "aws-ami"
 
-    def check(self, plan, api):
+    def check(self, plan: ClusterPlan, api: AwsApi) -> Iterator[Finding]:
         from botocore.exceptions import ClientError
 
-        for i, p in aws_pools(plan):
+        for i, p, region, itype in aws_pools(plan):
             path = ("pools", i, "ami")
             try:
-                arches = ((api.instance_type(p.region, p.instance_type) or {}).get("ProcessorInfo", {})
+                arches = ((api.instance_type(region, itype) or {}).get("ProcessorInfo", {})
                           .get("SupportedArchitectures") or ["x86_64"])
                 if p.ami:
                     try:
-                        images = api.call("ec2", p.region, "describe_images", ImageIds=[p.ami])["Images"]
+                        images = api.call("ec2", region, "describe_images", ImageIds=[p.ami])["Images"]
                     except ClientError:
                         images = []
                     if not images:
-                        yield self.error(path, f"{p.ami} does not exist in {p.region} (or is not shared with this account)")
+                        yield self.error(path, f"{p.ami} does not exist in {region} (or is not shared with this account)")
                         continue
                     img = images[0]
                     if img.get("State", "available") != "available":
                         yield self.error(path, f"{p.ami} is {img.get('State')}, not available")
                     if img.get("Architecture") and img["Architecture"] not in arches:
-                        yield self.error(path, f"{p.ami} is {img['Architecture']} but {p.instance_type} runs {', '.join(arches)}")
+                        yield self.error(path, f"{p.ami} is {img['Architecture']} but {itype} runs {', '.join(arches)}")
                 else:
-                    images = api._cached(("debian", p.region), lambda r=p.region: api.call(
-                        "ec2", r, "describe_images", Owners=[DEBIAN_OWNER],
-                        Filters=[{"Name": "name", "Values": [DEBIAN_12_NAME]}, {"Name": "architecture", "Values": ["x86_64"]}])["Images"])
+                    def debian(r: str = region) -> list[dict]:
+                        return api.call("ec2", r, "describe_images", Owners=[DEBIAN_OWNER], Filters=[
+                            {"Name": "name", "Values": [DEBIAN_12_NAME]}, {"Name": "architecture", "Values": ["x86_64"]}])["Images"]
+
+                    images = api._cached(("debian", region), debian)
                     if not images:
-                        yield self.error(path, f"no official Debian 12 AMI (owner {DEBIAN_OWNER}) is visible in {p.region}; set ami")
+                        yield self.error(path, f"no official Debian 12 AMI (owner {DEBIAN_OWNER}) is visible in {region}; set ami")
             except ApiUnavailable as e:
                 yield self.warning(path, f"could not check the AMI: {e}")
 
@@ -335,14 +348,14 @@ class Credentials(CloudCheck):
 
     code = "aws-credentials"
 
-    def check(self, plan, api):
-        region = plan.aws_pools[0].region
+    def check(self, plan: ClusterPlan, api: AwsApi) -> Iterator[Finding]:
+        first, _, region, _ = aws_pools(plan)[0]
         try:
             ident = api.call("sts", region, "get_caller_identity")
         except Exception as e:  # noqa: BLE001
-            yield self.error(("pools", aws_pools(plan)[0][0], "region"), f"AWS credentials do not work for {region}: {_reason(e)}")
+            yield self.error(("pools", first, "region"), f"AWS credentials do not work for {region}: {_reason(e)}")
             return
-        yield self.info(("pools", aws_pools(plan)[0][0], "region"), f"AWS account {ident.get('Account')} as {ident.get('Arn')}")
+        yield self.info(("pools", first, "region"), f"AWS account {ident.get('Account')} as {ident.get('Arn')}")
 
 
 CHECKS: list[CloudCheck] = [InstanceTypeOffered(), EfaSupported(), VcpuQuota(), ReservationMatches(), AmiExists()]
