@@ -6,7 +6,7 @@ from __future__ import annotations
 from clusterctl.render import layout
 from clusterctl.render.ansible import controller_vars, pool_vars, render_ansible
 from clusterctl.render.yamlout import UNSAFE_TAG, load_ansible_yaml
-from tests.helpers import plan_from
+from tests.helpers import plan_of
 
 ONPREM, AWS, LAB = "onprem-64xh100-ib.yaml", "aws-p5-spot.yaml", "lab.yaml"
 ART = "https://artifactory.atlas.example.com"
@@ -17,7 +17,7 @@ def _by_component(repos):
 
 
 def test_onprem_group_vars_carry_the_mirrors():
-    plan = plan_from(ONPREM)
+    plan = plan_of(ONPREM)
     gv = pool_vars(plan, plan.pool("gpu"))
     assert gv["clusterctl_os"] == "ubuntu2204"
     repos = _by_component(gv["clusterctl_repos"])
@@ -34,7 +34,7 @@ def test_onprem_group_vars_carry_the_mirrors():
 
 
 def test_aws_pool_gets_vendor_cuda_and_the_efa_tarball():
-    plan = plan_from(AWS)
+    plan = plan_of(AWS)
     gv = pool_vars(plan, plan.pool("p5"))
     repos = _by_component(gv["clusterctl_repos"])
     assert repos["cuda"]["url"] == "https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/"
@@ -47,10 +47,10 @@ def test_aws_pool_gets_vendor_cuda_and_the_efa_tarball():
 
 
 def test_lab_nodes_get_repositories_only_through_mirrors():
-    plan = plan_from(LAB)
+    plan = plan_of(LAB)
     assert all(pool_vars(plan, p)["clusterctl_repos"] == [] for p in plan.pools)
     stand_in = "http://10.213.0.1:8080/nvidia"
-    plan = plan_from(LAB, lambda d: d.update(mirrors={"cuda": {"url": stand_in, "key_url": stand_in + "/key.asc"}}))
+    plan = plan_of(LAB, lambda d: d.update(mirrors={"cuda": {"url": stand_in, "key_url": stand_in + "/key.asc"}}))
     gpu_pools = [p for p in plan.pools if p.gpus_per_node > 0]
     assert gpu_pools
     for p in gpu_pools:
@@ -58,7 +58,7 @@ def test_lab_nodes_get_repositories_only_through_mirrors():
 
 
 def test_repository_strings_are_written_unsafe():
-    plan = plan_from(ONPREM)
+    plan = plan_of(ONPREM)
     text = render_ansible(plan)[f"{layout.GROUP_VARS}/{layout.pool_group('gpu')}.yml"]
     assert f"url: {UNSAFE_TAG} {ART}/nvidia-cuda/ubuntu2204/x86_64/" in text.replace("'", "")
     data = load_ansible_yaml(text)
