@@ -13,8 +13,8 @@ import pytest
 from tests.helpers import clusterctl
 
 BAD_SPEC = "apiVersion: clusterctl/v1\nname: Bad Name\npools: []\n"
-SPEC_COMMANDS = ["validate", "plan", "up", "down", "status", "apply", "drift", "check", "cost"]
-ALL_COMMANDS = ["init", "schema", "render", *SPEC_COMMANDS, "size", "burst"]
+SPEC_COMMANDS = ["validate", "plan", "up", "down", "status", "apply", "drift", "check", "cost", "history"]
+ALL_COMMANDS = ["init", "schema", "render", *SPEC_COMMANDS, "size", "burst", "state migrate"]
 
 
 def run(*args, tmp_path):
@@ -24,13 +24,13 @@ def run(*args, tmp_path):
 
 @pytest.mark.parametrize("command", ALL_COMMANDS)
 def test_help(command, tmp_path):
-    r = run(command, "--help", tmp_path=tmp_path)
+    r = run(*command.split(), "--help", tmp_path=tmp_path)
     assert r.returncode == 0 and "Usage:" in r.stdout, r.stdout + r.stderr
 
 
 @pytest.mark.parametrize("command", ALL_COMMANDS)
 def test_usage_error_exits_1_with_the_parsers_message(command, tmp_path):
-    r = run(command, "--no-such-flag", tmp_path=tmp_path)
+    r = run(*command.split(), "--no-such-flag", tmp_path=tmp_path)
     said = r.stdout + r.stderr
     assert r.returncode == 1, said
     assert "No such option" in said and "internal error" not in said and "Traceback" not in said, said
@@ -58,7 +58,7 @@ def test_json_output_of_a_refused_spec_has_the_envelope(command, tmp_path):
     assert any(f["path"] == "name" for f in doc["findings"]), doc
 
 
-@pytest.mark.parametrize("command,extra", [("validate", []), ("cost", []), ("plan", ["--no-cloud"])])
+@pytest.mark.parametrize("command,extra", [("validate", []), ("cost", []), ("plan", ["--no-cloud"]), ("history", [])])
 def test_json_output_of_a_good_spec_has_the_envelope(command, extra, tmp_path):
     from tests.conftest import example
 
