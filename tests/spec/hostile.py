@@ -77,6 +77,8 @@ FIELD_VALUES = [
     (ONPREM, "fabric.hcas", ["mlx5_0\nNCCL_IB_HCA=evil"], "fabric.hcas[0]"),
     (ONPREM, "scheduler.slurm.accounts.0.name", "llm; sacctmgr -i delete user root", "scheduler.slurm.accounts[0].name"),
     (ONPREM, "scheduler.slurm.accounts.0.users", ["alice", "{{ x }}"], "scheduler.slurm.accounts[0].users[1]"),
+    (LAB, "lab.users", ["alice", "{{ x }}"], "lab.users[1]"),
+    (LAB, "lab.users", ["alice\nroot"], "lab.users[0]"),
     (HYBRID, "storage.shared.0.server", JINJA, "storage.shared[0].server"),
     (HYBRID, "storage.shared.0.options", "vers=4.2,{{ x }}", "storage.shared[0].options"),
     (HYBRID, "storage.shared.0.export", "/export/{{ x }}", "storage.shared[0].export"),
