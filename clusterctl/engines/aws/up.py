@@ -3,7 +3,7 @@
 Order of cloud_up, each step only after the previous one passed:
   require the pulumi CLI (and the aws plugin)  -> nothing touched yet, not even the state dir
   preflight with boto3                          -> account checks; errors stop here, nothing created
-  recorded node images                          -> every aws pool needs one (`clusterctl image build`); else stop
+  recorded node images                          -> a pool with one boots it; the others boot their spec image
   preview                                       -> what the stack will create/update/delete
   confirm callback                              -> the user (or --yes) agrees to exactly that preview
   up                                            -> resources created
@@ -107,19 +107,16 @@ def _progress(console: Console | None, title: str, quiet: bool, on_event: Callab
         yield both
 
 
-def stack_settings(plan: ClusterPlan, state: ClusterState, admin_cidr: str | None = None,
-                   images: dict[str, str] | None = None) -> StackSettings:
+def stack_settings(plan: ClusterPlan, state: ClusterState, admin_cidr: str | None = None) -> StackSettings:
     """The stack config of this build plus the runtime settings (admin key, munge key, admin CIDR, cluster id).
-    images: pool -> the node image `clusterctl image build` recorded, which the pools' templates boot; None reads
-    what the state holds (drift and plan previews compare against the same images `up` used)."""
+    Pools with a node image recorded in the state boot it (up, plan previews and drift all read the same records)."""
     from clusterctl.state.secrets import ensure_cluster_id
     from clusterctl.engines.aws import automation
     from clusterctl.engines.aws.image import recorded_images, with_recorded_images
     from clusterctl.render.cloud import cloud_config
 
     _, public_key = ensure_ssh_key(state)
-    if images is None:
-        images = recorded_images(state.backend, [p.name for p in plan.aws_pools])
+    images = recorded_images(state.backend, [p.name for p in plan.aws_pools])
     config = cloud_config(plan)
     assert config is not None  # the aws engine runs only for plans with aws pools
     if images:
@@ -139,7 +136,6 @@ def cloud_up(plan: ClusterPlan, state: ClusterState, *, confirm: Callable[[objec
     PreflightFailed (findings attached), NotConfirmed or CloudError; in the first two cases nothing was touched.
     """
     from clusterctl.engines.aws import automation
-    from clusterctl.engines.aws.image import recorded_images
     from clusterctl.engines.aws.preflight import run_preflight
 
     pulumi_bin = automation.require_pulumi_cli()
@@ -153,9 +149,7 @@ def cloud_up(plan: ClusterPlan, state: ClusterState, *, confirm: Callable[[objec
         raise PreflightFailed(f"the AWS account cannot host {plan.name} as specified ({len(errors)} error(s)); nothing was created",
                               findings)
 
-    # A pool with a recorded node image boots it; the others boot their spec image and converge at boot.
-    images = recorded_images(state.backend, [p.name for p in plan.aws_pools])
-    stack = automation.open_stack(state, stack_settings(plan, state, admin_cidr, images))
+    stack = automation.open_stack(state, stack_settings(plan, state, admin_cidr))
 
     with _progress(console, f"previewing {plan.name} (aws)", quiet, on_event) as cb:
         preview = automation.preview(stack, on_event=cb)
