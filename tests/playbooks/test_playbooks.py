@@ -73,3 +73,17 @@ def test_role_order(playbook: Path) -> None:
 def test_site_installs_the_driver_before_the_efa_installer() -> None:
     names = [r for _, r in roles_in_order(ROOT / "playbooks" / "site.yml")]
     assert names.index("nvidia_driver") < names.index("efa") < names.index("nccl")
+
+
+def test_plays_whose_hosts_converge_independently_use_the_free_strategy() -> None:
+    """free lets a host run ahead of the slowest one; the burst play keeps linear: its run_once task would run on
+    every host under free (Ansible warns and does so)."""
+    plays = {p["name"]: p for p in yaml.safe_load((ROOT / "playbooks" / "site.yml").read_text()) if "hosts" in p}
+    free = {name for name, p in plays.items() if p.get("strategy") == "free"}
+    assert {"Every node", "Compute nodes"} <= free and any(n.startswith("Monitoring") for n in free), free
+    burst = next(p for n, p in plays.items() if n.startswith("Hybrid burst"))
+    assert burst.get("strategy", "linear") == "linear"
+    for name in free:
+        for role in plays[name]["roles"]:
+            tasks = "".join(f.read_text() for f in (ROOT / "playbooks" / "roles" / role).rglob("*.yml"))
+            assert "run_once" not in tasks and "delegate_to" not in tasks, (name, role)
