@@ -131,3 +131,20 @@ def test_efa_pool_spanning_512_gpus_still_leaves_the_algorithm_to_the_tuner():
 def test_non_efa_pool_has_no_efa_library_path():
     env = env_of(render(example_dict("onprem-64xh100-ib.yaml"))["nccl/gpu.env"])
     assert "LD_LIBRARY_PATH" not in env and "NCCL_TUNER_PLUGIN" not in env
+
+
+def test_four_pools_512_nccl_files_match_golden():
+    """The 512-GPU four-pool spec's NCCL files as a reviewer reads them (the EFA pool's is the aws-p5-spot golden's
+    nccl/p5.env, the 64-node example's is onprem-64xh100-ib's). Regenerate with UPDATE_GOLDEN=1."""
+    import os
+
+    from tests.conftest import ROOT
+
+    gold = ROOT / "tests" / "golden" / "nccl-four-pools-512"
+    files = {k: v for k, v in render(four_pools_512()).items() if k.startswith("nccl/")}
+    assert sorted(files) == [f"nccl/{p}.env" for p in "abcd"]
+    if os.environ.get("UPDATE_GOLDEN"):
+        for name, text in files.items():
+            (gold / name).parent.mkdir(parents=True, exist_ok=True)
+            (gold / name).write_text(text)
+    assert {name: (gold / name).read_text() for name in files} == files
