@@ -113,3 +113,32 @@ def needs_root(why: str = ROOT_DEFAULT_WHY):
 
     reason = root_missing(why)
     return pytest.mark.skipif(reason is not None, reason=reason or "")
+
+
+def check_mode_on_lab(build: Path, controller: tuple[str, str], group: str, computes: dict[str, str], ssh,
+                      provider: str, playbook: str = "site.yml", extravars: dict | None = None):
+    """Run one of our playbooks in check mode over a build rendered for another spec, its hosts played by lab nodes.
+
+    controller: (the other spec's controller name, the lab address playing it); computes: {node name: lab address},
+    all in the compute child group `group`. Returns the run's result and {task name: {"ok", "failed", "skipped"}}."""
+    from clusterctl.engines.ansible.runner import PlaybookRun, run_playbook
+    from clusterctl.render.yamlout import dump_yaml
+
+    def hv(address: str) -> dict:
+        return {"ansible_host": address, "ansible_user": "root", "clusterctl_node_provider": provider}
+
+    inv = {"all": {"children": {
+        "slurm_controller": {"hosts": {controller[0]: hv(controller[1])}},
+        "compute": {"children": {group: {"hosts": {n: hv(a) for n, a in computes.items()}}}}}}}
+    inventory = build / "ansible" / "inventory-lab.yml"
+    inventory.write_text(dump_yaml(inv))
+    tasks: dict[str, set] = {}
+
+    def record(event: dict) -> None:
+        if event.get("event") in ("runner_on_ok", "runner_on_failed", "runner_on_skipped"):
+            name = event.get("event_data", {}).get("task", "")
+            tasks.setdefault(name, set()).add(event["event"].removeprefix("runner_on_"))
+
+    run = PlaybookRun(build_dir=build, playbook=playbook, inventory=inventory, check=True, diff=True,
+                      extravars=extravars or {}, ssh=ssh)
+    return run_playbook(run, record), tasks

@@ -22,7 +22,7 @@ from clusterctl.compile import compile_plan
 from clusterctl.state import ClusterState
 from clusterctl.validate import load_valid
 from tests.conftest import ROOT
-from tests.helpers import CLI, clusterctl, needs_root, wait_for
+from tests.helpers import CLI, check_mode_on_lab, clusterctl, needs_root, wait_for
 
 pytestmark = [
     pytest.mark.integration,
@@ -240,12 +240,10 @@ VENDOR_TASKS = {
 
 @pytest.mark.parametrize("example", sorted(VENDOR_TASKS))
 def test_vendor_roles_in_check_mode(env, lab, tmp_path, example):
-    from clusterctl.engines.ansible.runner import PlaybookRun, run_playbook
     from clusterctl.state.secrets import ensure_munge_key
     from clusterctl.render import render_spec
     from clusterctl.render.layout import pool_group
     from clusterctl.render.write import write_build
-    from clusterctl.render.yamlout import dump_yaml
 
     from clusterctl.compile import LiveFacts
 
@@ -263,24 +261,11 @@ def test_vendor_roles_in_check_mode(env, lab, tmp_path, example):
     lab_addr = {n.name: n.address for n in plan.all_nodes}
     pool = other.pools[0]
     names = [n.name for n in other.nodes_of(pool.name)][:2]
-    hosts = {other.controller.name: lab_addr["lab-ctl"], names[0]: lab_addr["gpu001"], names[1]: lab_addr["gpu002"]}
     provider = "onprem" if pool.provider == "onprem" else "aws"
-    def hv(h):
-        return {"ansible_host": hosts[h], "ansible_user": "root", "clusterctl_node_provider": provider}
-    inv = {"all": {"children": {
-        "slurm_controller": {"hosts": {other.controller.name: hv(other.controller.name)}},
-        "compute": {"children": {pool_group(pool.name): {"hosts": {n: hv(n) for n in names}}}}}}}
-    (build / "ansible" / "inventory-lab.yml").write_text(dump_yaml(inv))
-    tasks: dict[str, set] = {}
-
-    def record(event):
-        d = event.get("event_data", {})
-        if event.get("event") in ("runner_on_ok", "runner_on_failed", "runner_on_skipped"):
-            tasks.setdefault(d.get("task", ""), set()).add(event["event"].removeprefix("runner_on_"))
-
     key = ensure_munge_key(ClusterState(other.name))
-    result = run_playbook(PlaybookRun(build_dir=build, inventory=build / "ansible" / "inventory-lab.yml", check=True, diff=True,
-                                      extravars={"clusterctl_munge_key": str(key)}, ssh=access.ssh), record)
+    result, tasks = check_mode_on_lab(build, (other.controller.name, lab_addr["lab-ctl"]), pool_group(pool.name),
+                                      {names[0]: lab_addr["gpu001"], names[1]: lab_addr["gpu002"]}, access.ssh,
+                                      provider, extravars={"clusterctl_munge_key": str(key)})
     assert result.ok, result.failures
     for role, prefix in VENDOR_TASKS[example].items():
         ran = {t: st for t, st in tasks.items() if t.startswith(prefix)}

@@ -30,11 +30,10 @@ from clusterctl.ops import check as c
 from clusterctl.render.monitoring import render_monitoring
 from clusterctl.render import render_spec
 from clusterctl.render.write import write_build
-from clusterctl.render.yamlout import dump_yaml
 from clusterctl.state import ClusterState
 from clusterctl.validate import load_text, load_valid
 from tests.conftest import ROOT
-from tests.helpers import clusterctl, example_dict, needs_root, to_yaml, wait_for
+from tests.helpers import check_mode_on_lab, clusterctl, example_dict, needs_root, to_yaml, wait_for
 from tests.standins import scenarios
 
 pytestmark = [
@@ -100,21 +99,9 @@ def test_vendor_parts_in_check_mode(lab, tmp_path):
     build = tmp_path / "onprem"
     write_build(files, build)
     addr = {n.name: n.address for n in plan.all_nodes}
-    hosts = {"atlas-ctl": addr["mon-ctl"], "gpu001": addr["gpu001"], "gpu002": addr["gpu002"]}
-    def hv(h):
-        return {"ansible_host": hosts[h], "ansible_user": "root", "clusterctl_node_provider": "onprem"}
-    inv = {"all": {"children": {"slurm_controller": {"hosts": {"atlas-ctl": hv("atlas-ctl")}},
-                                "compute": {"children": {"pool_gpu": {"hosts": {"gpu001": hv("gpu001"), "gpu002": hv("gpu002")}}}}}}}
-    (build / "ansible" / "inventory-lab.yml").write_text(dump_yaml(inv))
-    tasks: dict[str, set] = {}
-
-    def record(event):
-        d = event.get("event_data", {})
-        if event.get("event") in ("runner_on_ok", "runner_on_failed", "runner_on_skipped"):
-            tasks.setdefault(d.get("task", ""), set()).add(event["event"].removeprefix("runner_on_"))
-
-    result = run_playbook(PlaybookRun(build_dir=build, playbook="monitoring.yml", inventory=build / "ansible" / "inventory-lab.yml",
-                                      check=True, diff=True, ssh=access.ssh), record)
+    result, tasks = check_mode_on_lab(build, ("atlas-ctl", addr["mon-ctl"]), "pool_gpu",
+                                      {"gpu001": addr["gpu001"], "gpu002": addr["gpu002"]}, access.ssh, "onprem",
+                                      playbook="monitoring.yml")
     assert result.ok, result.failures
     # The CUDA repository that carries DCGM is the vendor_repo role's (site.yml), not monitoring.yml's.
     for name in ("DCGM and dcgm-exporter", "clusterctl's DCGM counter set (the fields the rules and dashboard read)",
