@@ -206,7 +206,7 @@ class VcpuQuota(CloudCheck):
     code = "aws-vcpu-quota"
 
     def check(self, plan: ClusterPlan, api: AwsApi) -> Iterator[Finding]:
-        groups: dict[str, list[tuple[int, PoolPlan, int, int]]] = {}  # quota -> (index, pool, vCPUs, static nodes)
+        groups: dict[str, list[tuple[int, PoolPlan, int, int, str]]] = {}  # quota -> (index, pool, vCPUs, static nodes, region)
         for i, p, region, itype in aws_pools(plan):
             if not itype.startswith("p"):
                 continue
@@ -219,13 +219,12 @@ class VcpuQuota(CloudCheck):
             vcpus = it.vcpus if it else ((api.instance_type(region, itype) or {}).get("VCpuInfo", {}).get("DefaultVCpus") or 0)
             for market in markets:
                 code = QUOTA_SPOT_P if market == "spot" else QUOTA_ON_DEMAND_P
-                groups.setdefault(code, []).append((i, p, vcpus, p.static_count if market == p.market else 0))
+                groups.setdefault(code, []).append((i, p, vcpus, p.static_count if market == p.market else 0, region))
         for code, members in groups.items():
             kind = "spot" if code == QUOTA_SPOT_P else "on-demand"
-            static = sum(n * v for _, _, v, n in members)
-            most = sum(p.max_count * v for _, p, v, _ in members)
-            i0, p0, _, _ = max(members, key=lambda m: m[1].max_count * m[2])
-            _, _, region0, _ = next(a for a in aws_pools(plan) if a[0] == i0)
+            static = sum(n * v for _, _, v, n, _ in members)
+            most = sum(p.max_count * v for _, p, v, _, _ in members)
+            i0, p0, _, _, region0 = max(members, key=lambda m: m[1].max_count * m[2])
             try:
                 quota = api.call("service-quotas", region0, "get_service_quota", ServiceCode="ec2", QuotaCode=code)["Quota"]["Value"]
             except Exception as e:  # noqa: BLE001 - any failure here means "not checked", never "passed"
