@@ -325,6 +325,7 @@ def down(
     aws: nodes drained, burst instances terminated, then exactly the cluster's Pulumi stack destroyed."""
 
     from clusterctl.ops.down import down as do_down
+    from clusterctl.ops.phases import line as phases_line
     from clusterctl.cli.output import console, document
 
     compiled = _compile(spec, output)
@@ -334,6 +335,7 @@ def down(
         sys.stdout.write(document(compiled.name, True, result))
     else:
         typer.echo(f"cluster {compiled.name} is down")
+        typer.echo(phases_line(result["phases"]))
 
 
 @app.command()

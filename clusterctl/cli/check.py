@@ -37,12 +37,14 @@ def register(app: typer.Typer, load: SpecLoader) -> None:
         Exit 0 when no row fails, 1 otherwise."""
         from clusterctl.cli.output import console
         from clusterctl.ops.check import check_json, print_checks, run_checks
+        from clusterctl.ops.phases import Phases
 
         cluster = load(spec, output)
+        phases = Phases()
         rows, ok = run_checks(cluster, nccl_tolerance=nccl_tolerance, straggler_tolerance=straggler_tolerance,
-                              drain_stragglers=drain_stragglers)
+                              drain_stragglers=drain_stragglers, phases=phases)
         if output is CheckOutput.json:
-            sys.stdout.write(check_json(cluster.name, rows))
+            sys.stdout.write(check_json(cluster.name, rows, phases))
         else:
-            print_checks(console(), cluster.name, rows)
+            print_checks(console(), cluster.name, rows, phases)
         raise typer.Exit(0 if ok else 1)

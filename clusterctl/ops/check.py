@@ -25,6 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Callable
 
 from clusterctl.compile.model import ClusterPlan, Node, PoolPlan
+from clusterctl.ops.phases import Phases
 from clusterctl.ops.checkkit import (  # noqa: F401 - the checks' vocabulary, re-exported for callers and tests
     PASS,
     FAIL,
@@ -67,9 +68,12 @@ if TYPE_CHECKING:
 
 
 def check_cluster(plan: ClusterPlan, run: Runner, nccl_tolerance: float = DEFAULT_NCCL_TOLERANCE,
-                  workers: int = 16, straggler_tolerance: float | None = None, drain_stragglers: bool = False) -> list[CheckRow]:
+                  workers: int = 16, straggler_tolerance: float | None = None, drain_stragglers: bool = False,
+                  phases: Phases | None = None) -> list[CheckRow]:
+    """phases: where the time went (node probes, Slurm states, jobs, NCCL, stragglers, exporters) is added to it."""
     from clusterctl.ops import stragglers
 
+    timed = (phases or Phases()).phase
     tol = stragglers.DEFAULT_TOLERANCE if straggler_tolerance is None else straggler_tolerance
     rows: list[CheckRow] = []
     targets = [(pool, n) for pool in plan.pools for n in static_nodes(plan, pool)]
@@ -78,7 +82,7 @@ def check_cluster(plan: ClusterPlan, run: Runner, nccl_tolerance: float = DEFAUL
         pool, n = item
         return _safe(run, n, probe_command(pool.health.mounts), 120)
 
-    with ThreadPoolExecutor(max_workers=max(1, min(workers, len(targets) or 1))) as ex:
+    with timed("node probes"), ThreadPoolExecutor(max_workers=max(1, min(workers, len(targets) or 1))) as ex:
         results = list(ex.map(probe, targets))
     probes: dict[str, Probe | None] = {}
     for (pool, n), r in zip(targets, results, strict=True):
@@ -95,14 +99,19 @@ def check_cluster(plan: ClusterPlan, run: Runner, nccl_tolerance: float = DEFAUL
             continue
         rows += pool_skip_rows(pool, names)
     all_names = [n.name for _, n in targets]
-    rows += slurm_state_rows(plan, run, all_names)
+    with timed("slurm states"):
+        rows += slurm_state_rows(plan, run, all_names)
     for pool in plan.pools:
         nodes = static_nodes(plan, pool)
         if nodes:
-            rows.append(slurm_job_row(plan, pool, run, [n.name for n in nodes]))
-            rows.append(nccl_row(plan, pool, run, nodes, probes, nccl_tolerance))
-            rows += stragglers.straggler_rows(plan, pool, run, nodes, probes, tol, drain_stragglers)
-    rows.append(exporters_row(plan, run))
+            with timed("slurm job"):
+                rows.append(slurm_job_row(plan, pool, run, [n.name for n in nodes]))
+            with timed("nccl"):
+                rows.append(nccl_row(plan, pool, run, nodes, probes, nccl_tolerance))
+            with timed("stragglers"):
+                rows += stragglers.straggler_rows(plan, pool, run, nodes, probes, tol, drain_stragglers)
+    with timed("exporters"):
+        rows.append(exporters_row(plan, run))
     return rows
 
 
@@ -120,16 +129,19 @@ def ssh_runner(plan: ClusterPlan, access: Access) -> Runner:
 
 def run_checks(spec: ClusterSpec, log: Callable[[str], None] = lambda msg: None,
                nccl_tolerance: float = DEFAULT_NCCL_TOLERANCE, state: ClusterState | None = None,
+               phases: Phases | None = None,
                **straggler_opts: Any) -> tuple[list[CheckRow], bool]:  # check_cluster's straggler options
     """The CLI's entry point: compile the spec, reach the nodes as `up` does, run every check.
-    state: the cluster's ClusterState (default: ClusterState.for_spec(spec) under $CLUSTERCTL_STATE_DIR)."""
+    state: the cluster's ClusterState (default: ClusterState.for_spec(spec) under $CLUSTERCTL_STATE_DIR).
+    phases: gets each phase's seconds (check_cluster's)."""
     from clusterctl.ops.access import access_for
     from clusterctl.compile import compile_plan
     from clusterctl.state import ClusterState
 
     plan = compile_plan(spec)
     access = access_for(plan, state or ClusterState.for_spec(spec), log)
-    rows = check_cluster(plan, ssh_runner(plan, access), nccl_tolerance=nccl_tolerance, **straggler_opts)
+    rows = check_cluster(plan, ssh_runner(plan, access), nccl_tolerance=nccl_tolerance, phases=phases,
+                         **straggler_opts)
     return rows, rows_ok(rows)
 
 
@@ -138,13 +150,13 @@ def run_checks(spec: ClusterSpec, log: Callable[[str], None] = lambda msg: None,
 STYLE = {PASS: "green", FAIL: "bold red", SKIP: "yellow"}
 
 
-def check_json(cluster: str, rows: list[CheckRow]) -> str:
+def check_json(cluster: str, rows: list[CheckRow], phases: Phases | None = None) -> str:
     counts = {s: sum(1 for r in rows if r.status == s) for s in (PASS, FAIL, SKIP)}
-    return json.dumps({"cluster": cluster, "ok": rows_ok(rows), "counts": counts, "rows": [r.to_dict() for r in rows]},
-                      indent=2) + "\n"
+    return json.dumps({"cluster": cluster, "ok": rows_ok(rows), "counts": counts, "rows": [r.to_dict() for r in rows],
+                       "phases": (phases or Phases()).to_dict()}, indent=2) + "\n"
 
 
-def print_checks(console: Console, cluster: str, rows: list[CheckRow]) -> None:
+def print_checks(console: Console, cluster: str, rows: list[CheckRow], phases: Phases | None = None) -> None:
     from rich.markup import escape
     from rich.table import Table
 
@@ -157,3 +169,5 @@ def print_checks(console: Console, cluster: str, rows: list[CheckRow]) -> None:
     counts = {s: sum(1 for r in rows if r.status == s) for s in (PASS, FAIL, SKIP)}
     verdict = "[green]all checks passed[/]" if rows_ok(rows) else "[bold red]FAILED[/]"
     console.print(f"{verdict}: {counts[PASS]} passed, {counts[FAIL]} failed, {counts[SKIP]} skipped")
+    if phases is not None:
+        console.print(phases.line(), markup=False, highlight=False)

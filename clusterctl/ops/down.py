@@ -12,6 +12,7 @@ from clusterctl.engines.provider import Context, providers_for
 from clusterctl.render.compiled import Compiled
 from clusterctl.engines.ansible.runner import PlaybookRun, run_playbook
 from clusterctl.ops.access import access_for
+from clusterctl.ops.phases import Phases
 from clusterctl.compile.model import ClusterPlan
 from clusterctl.core.errors import ClusterctlError
 from clusterctl.engines.ssh.remote import RemoteError
@@ -55,7 +56,8 @@ def down(compiled: Compiled, console: Console, force: bool = False, quiet: bool 
         if jobs and not force:
             raise JobsRunning(f"{len(jobs)} job(s) running on cluster {plan.name} (first: {jobs[0]}); "
                               "wait for them or pass --force")
-        result = {"cluster": plan.name, "jobs_killed": len(jobs) if force else 0}
+        result: dict = {"cluster": plan.name, "jobs_killed": len(jobs) if force else 0}
+        phases = Phases()
         # Owned and rented nodes are drained and their Slurm stopped first (through the last build's inventory,
         # which holds the cloud nodes' addresses); for rented ones a failure here does not stop the destroy.
         remote = [n for n in plan.all_nodes if not traits(n).lab]
@@ -69,7 +71,7 @@ def down(compiled: Compiled, console: Console, force: bool = False, quiet: bool 
             if not (build / layout.INVENTORY).exists():
                 raise ClusterctlError(f"no build for {plan.name} in {state.dir} and none applied in "
                                       f"{state.backend.url}: was it ever brought up?")
-            with Progress(console, f"stopping Slurm on {plan.name}", quiet=quiet) as progress:
+            with phases.phase("stop slurm"), Progress(console, f"stopping Slurm on {plan.name}", quiet=quiet) as progress:
                 r = run_playbook(PlaybookRun(build_dir=build, playbook="down.yml", ssh=access.ssh), progress.event)
             if not quiet:
                 print_recap(console, r)
@@ -78,8 +80,10 @@ def down(compiled: Compiled, console: Console, force: bool = False, quiet: bool 
             if not r.ok and not any(traits(n).rented for n in remote):
                 raise ClusterctlError(f"stopping Slurm failed on {len(r.failures)} host(s); nothing else was changed")
         for p in providers:  # what clusterctl created goes: burst instances and the stack, lab containers
-            p.teardown(Context(plan, state, console, quiet, say), access.identities.get(p.name), result)
+            with phases.phase("teardown"):
+                p.teardown(Context(plan, state, console, quiet, say), access.identities.get(p.name), result)
         state.forget_applied()
+        result["phases"] = phases.to_dict()
         return result
 
 

@@ -14,6 +14,7 @@ from clusterctl.state.secrets import ensure_munge_key
 from clusterctl.core.errors import ClusterctlError
 from clusterctl.core.providers import traits
 from clusterctl.ops.phases import Phases
+from clusterctl.ops.phases import line as phases_line
 from clusterctl.state import ClusterState
 
 if TYPE_CHECKING:
@@ -86,5 +87,4 @@ def print_drift(console: Console, report: dict) -> None:
             console.print(f"[yellow]cloud drift:[/] {escape(str(cloud['changes']))}", highlight=False)
     if not report["drift"]:
         console.print(f"cluster {report['cluster']}: no drift" + ("" if report["complete"] else " found (check incomplete)"))
-    console.print("time: " + ", ".join(f"{k} {v:.1f} s" for k, v in report.get("phases", {}).items()), markup=False,
-                  highlight=False)
+    console.print(phases_line(report.get("phases", {})), markup=False, highlight=False)

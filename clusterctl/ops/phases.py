@@ -25,4 +25,9 @@ class Phases:
         return dict(self.seconds)
 
     def line(self) -> str:
-        return "time: " + ", ".join(f"{name} {s:.1f} s" for name, s in self.seconds.items())
+        return line(self.seconds)
+
+
+def line(seconds: dict[str, float]) -> str:
+    """The text form, for a report that carries its phases as a dict (JSON)."""
+    return "time: " + ", ".join(f"{name} {s:.1f} s" for name, s in seconds.items())

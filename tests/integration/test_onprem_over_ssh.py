@@ -191,7 +191,8 @@ def test_plan_on_one_runner_apply_from_another_through_s3_state(owned, aws, tmp_
 
 def test_down_drains_and_stops_but_keeps_everything_else(owned):
     lab, spec, env = owned
-    clusterctl("down", spec, env=env)
+    r = clusterctl("down", spec, env=env)
+    assert "time: stop slurm" in r.stdout, r.stdout  # where the time went: draining and stopping over SSH
     for node in ("own01", "own02"):
         assert on(lab, node, "systemctl is-active slurmd").stdout.strip() == "inactive"
         assert on(lab, node, "cat /srv/data/file").stdout.strip() == "keep"

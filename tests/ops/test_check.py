@@ -196,13 +196,18 @@ def test_probe_command_runs_here(tmp_path):
 def test_json_and_table_printers():
     from rich.console import Console
 
+    from clusterctl.ops.phases import Phases
+
     plan = plan_of("lab.yaml")
+    phases = Phases()
     rows = c.check_cluster(plan, Fake(plan, {n: probe_out(gpus=7 if n == "gpu002" else 8, mounts={"/mnt/nvme": True})
-                                             for n in ("gpu001", "gpu002")}))
-    doc = json.loads(c.check_json("lab", rows))
+                                             for n in ("gpu001", "gpu002")}), phases=phases)
+    doc = json.loads(c.check_json("lab", rows, phases))
     assert doc["ok"] is False and doc["counts"]["fail"] == 1
+    # Where the time went, phase by phase (the fake runner answers at once: the figures are ~0, the names are the point).
+    assert list(doc["phases"]) == ["node probes", "slurm states", "slurm job", "nccl", "stragglers", "exporters"]
     assert {"check": "gpus", "node": "gpu002", "status": "fail", "detail": "7 /dev/nvidiaN (expected 8)"} in doc["rows"]
     con = Console(record=True, width=160)
-    c.print_checks(con, "lab", rows)
+    c.print_checks(con, "lab", rows, phases)
     text = con.export_text()
-    assert "FAIL" in text and "gpu002" in text and "1 failed" in text
+    assert "FAIL" in text and "gpu002" in text and "1 failed" in text and "time: node probes" in text
