@@ -51,7 +51,10 @@ def cli(tree: Path, env: dict[str, str], *args: str) -> tuple[float, dict | None
     except json.JSONDecodeError:
         report = None
     if r.returncode not in (0, 2):  # drift exits 2 when it finds drift: a figure, not a failure
-        raise SystemExit(f"clusterctl {' '.join(args)} failed ({r.returncode}):\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
+        why = {k: (report or {}).get(k) for k in ("error", "smoke")}
+        failures = ((report or {}).get("converge") or {}).get("failures")
+        raise SystemExit(f"clusterctl {' '.join(args)} failed ({r.returncode}): {why}\nfailures: {failures}\n"
+                         f"{r.stderr[-3000:]}")
     return seconds, report
 
 
