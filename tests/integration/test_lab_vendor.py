@@ -96,9 +96,10 @@ def on(lab, node, command, check=True):
 
 
 def installed(lab, node, *packages) -> dict[str, str]:
-    r = on(lab, node, "dpkg-query -W -f='${Package} ${Version} ${db:Status-Abbrev}\\n' " + " ".join(packages),
+    """{package: version} of those installed (held ones included: their selection is hold, their status installed)."""
+    r = on(lab, node, "dpkg-query -W -f='${Package} ${Version} ${db:Status-Status}\\n' " + " ".join(packages),
            check=False)
-    return {p: v for p, v, st in (line.split(" ", 2) for line in r.stdout.splitlines()) if st.startswith("ii")}
+    return {p: v for p, v, st in (line.split(" ", 2) for line in r.stdout.splitlines()) if st == "installed"}
 
 
 def test_first_run_installed_the_stack_for_real(lab):
