@@ -100,5 +100,6 @@ def test_apt_refuses_it_with_another_key(repo, tmp_path):
                     "rsa2048", "sign", "never"], check=True, capture_output=True)
     other = tmp_path / "other.gpg"
     subprocess.run(["gpg", "--homedir", str(home), "--batch", "-o", str(other), "--export"], check=True)
+    vr.stop_agent(home)
     r = _apt(tmp_path, url, other, "update")
     assert "NO_PUBKEY" in r.stdout + r.stderr or "not signed" in r.stdout + r.stderr, r.stdout + r.stderr

@@ -176,7 +176,13 @@ def build(root: Path) -> Path:
     _gpg(home, "--clearsign", "-o", str(index / "InRelease"), str(index / "Release"))
     _gpg(home, "--armor", "--detach-sign", "-o", str(index / "Release.gpg"), str(index / "Release"))
     (index / KEY_FILE).write_text(_gpg(home, "--armor", "--export").stdout)
+    stop_agent(home)
     return index
+
+
+def stop_agent(home: Path) -> None:
+    """Signing started a gpg-agent for this throw-away home: stop it (nothing may stay running after the tests)."""
+    subprocess.run(["gpgconf", "--homedir", str(home), "--kill", "gpg-agent"], check=False, capture_output=True)
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):
