@@ -19,7 +19,8 @@ EXTRA = {
     "scale": "Debian's Slurm at 1,024 emulated nodes on 127.0.0.1",
     "playbooks": "playbooks/ (a top-level part of the product) and the programs its roles install",
     "fixtures": "public hardware outputs shared by tests, each folder with its SOURCES.md",
-    "standins": "stand-in vendor tools (nvidia-smi, dmesg, all_reduce_perf) the lab nodes run",
+    "standins": "stand-in vendor tools (nvidia-smi, dmesg, all_reduce_perf) the lab nodes run, and the stand-in vendor "
+                "apt repository they install from",
     "golden": "golden files of the rendered build",
 }
 # Modules at the top of tests/: checks of the whole package, and the shared support code.

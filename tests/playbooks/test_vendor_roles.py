@@ -66,3 +66,26 @@ def test_driver_install_pins_every_package_to_the_driver_version_and_holds_the_b
     assert any("nscq" in p for p in defaults["nvidia_nvswitch_packages"])
     peermem = [t for n, t in tasks.items() if "nvidia-peermem" in n]
     assert peermem and any("infiniband" in str(t.get("when", "")) for t in peermem)
+
+
+# Tasks that need a kernel of the node's own: lab nodes (containers) skip them by clusterctl_own_kernel, by name.
+KERNEL_ONLY = {"nvidia_driver": ("Kernel headers for the driver's DKMS modules", "Load nvidia-peermem now")}
+
+
+def test_kernel_only_tasks_are_skipped_on_lab_nodes_by_a_named_condition():
+    site = yaml.safe_load((PLAYBOOKS / "site.yml").read_text())
+    compute = next(p for p in site if p.get("hosts") == "compute")
+    assert {"clusterctl_vendor_stack", "clusterctl_own_kernel"} <= set(compute["vars"])
+    assert "'local'" in compute["vars"]["clusterctl_own_kernel"]
+    for role, names in KERNEL_ONLY.items():
+        tasks = {t.get("name", ""): t for f, t in _all_tasks() if f.parts[-3] == role}
+        for name in names:
+            assert "clusterctl_own_kernel" in str(tasks[name].get("when", "")), (role, name)
+    handlers = yaml.safe_load((PLAYBOOKS / "roles/nvidia_driver/handlers/main.yml").read_text())
+    reboot = next(h for h in handlers if "ansible.builtin.reboot" in h)
+    assert "clusterctl_own_kernel" in str(reboot.get("when", ""))
+    # The vendor stack itself runs on lab nodes given a CUDA mirror: no role gates it on the provider any more.
+    for role in ("nvidia_driver", "cuda", "nccl"):
+        whens = [str(t.get("when", "")) for f, t in _all_tasks() if f.parts[-3] == role]
+        assert any("clusterctl_vendor_stack" in w for w in whens), role
+        assert not any("clusterctl_node_provider" in w for w in whens), role
