@@ -58,7 +58,7 @@ def resume_latency(rounds: int) -> None:
         plan = compile_plan(load_valid(ROOT / "tests" / "burst" / "lab-hybrid.yaml"))
         (tmp / "plan.json").write_text(to_json(plan.to_dict()))
         settings = Settings(plan=tmp / "plan.json", log_file=tmp / "log", state_dir=tmp / "state", kit_dir=tmp,
-                            slurm_dir=tmp, ssh_key=tmp / "k", ssh_user="", munge_key=tmp / "m", imds_endpoint="",
+                            ssh_key=tmp / "k", ssh_user="", munge_key=tmp / "m", imds_endpoint="",
                             bootstrap="off", sync_grace_seconds=300, spot_signal="USR1", spot_grace_seconds=60)
         log = logging.getLogger("bench")
         log.addHandler(logging.NullHandler())

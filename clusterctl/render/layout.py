@@ -6,6 +6,7 @@ GRES_CONF = "slurm/gres.conf"
 CGROUP_CONF = "slurm/cgroup.conf"
 TOPOLOGY_CONF = "slurm/topology.conf"
 SLURM_ACCOUNTS = "slurm/accounts.txt"  # only with accounts: ACCOUNT SHARE USER,USER (or -), one a line
+SLURMD_DROPIN = "slurm/slurmd-configless.conf"  # systemd drop-in: compute nodes' slurmd with --conf-server
 SLURMDBD_CONF = "slurm/slurmdbd.conf"  # only when the controller runs slurmdbd (no StoragePass: added on the host)
 INVENTORY = "ansible/inventory.yml"
 GROUP_VARS = "ansible/group_vars"
@@ -18,6 +19,11 @@ SPEC_JSON = "spec.json"
 MANIFEST = "manifest.json"
 
 # Paths on the nodes.
+SLURMCTLD_PORT = 6817
+# Configless Slurm: compute nodes hold none of these; their slurmd fetches them from slurmctld. A copy left in
+# /etc/slurm would be read first by the node's client commands (scontrol in the health check), so it is removed.
+CONFIGLESS_FILES = ("slurm.conf", "gres.conf", "cgroup.conf", "topology.conf")
+NODE_SLURMD_DROPIN = "/etc/systemd/system/slurmd.service.d/clusterctl-configless.conf"
 HEALTH_PROGRAM = "/usr/local/sbin/clusterctl-healthcheck"
 # slurm.conf takes a program path without arguments: one small wrapper per power-saving action.
 BURST_RESUME = "/usr/local/sbin/clusterctl-resume"

@@ -1,4 +1,10 @@
-"""slurm.conf, gres.conf, cgroup.conf and topology.conf from the plan."""
+"""slurm.conf, gres.conf, cgroup.conf and topology.conf from the plan, and the slurmd drop-in of configless nodes.
+
+Configless Slurm (SchedMD, configless_slurm.html; 20.02+): the controller alone holds the files; slurmctld serves them
+(`SlurmctldParameters=enable_configless`) to every slurmd started with `--conf-server HOST:PORT`, which caches them
+under SlurmdSpoolDir/conf-cache (linked from /run/slurm/conf, where 22.05's client commands look when
+/etc/slurm/slurm.conf is absent). `scontrol reconfigure` on the controller sends changed files to every node.
+"""
 
 from __future__ import annotations
 
@@ -102,12 +108,29 @@ def preempt_mode(plan: ClusterPlan) -> str:
     return "SUSPEND,GANG" if plan.slurm.preempt_mode == "SUSPEND" else plan.slurm.preempt_mode
 
 
+def slurmctld_parameters(plan: ClusterPlan) -> str:
+    """One SlurmctldParameters value (the key may appear once): configless always, the power-saving ones with cloud nodes."""
+    params = ["enable_configless"]
+    if any(n.cloud for n in plan.nodes):
+        params.append("idle_on_node_suspend")
+        if plan.slurm.version < (23, 11):
+            params.append("cloud_reg_addrs")  # 23.11 made it the default behaviour and dropped the flag
+    return ",".join(params)
+
+
+def conf_server(plan: ClusterPlan) -> str:
+    """What slurmd's --conf-server names: the controller's address where the plan has one (no DNS needed at boot)."""
+    return f"{plan.controller.address or plan.controller.name}:{layout.SLURMCTLD_PORT}"
+
+
 def render_slurm(plan: ClusterPlan) -> dict[str, str]:
     cloud = [n for n in plan.nodes if n.cloud]
     owned = [n.name for n in plan.nodes if not n.cloud]
     ctx = dict(
         plan=plan,
         slurm_version="%d.%02d" % plan.slurm.version,
+        slurmctld_port=layout.SLURMCTLD_PORT,
+        slurmctld_parameters=slurmctld_parameters(plan),
         # 23.11 removed both (NoAddrCache is refused as defunct; cloud_reg_addrs became the default behaviour).
         before_23_11=plan.slurm.version < (23, 11),
         node_lines=node_lines(plan),
@@ -127,6 +150,8 @@ def render_slurm(plan: ClusterPlan) -> dict[str, str]:
         layout.GRES_CONF: render_template("slurm/gres.conf.j2", plan=plan, gres_lines=gres_lines(plan)),
         layout.CGROUP_CONF: render_template("slurm/cgroup.conf.j2", plan=plan),
         layout.TOPOLOGY_CONF: render_template("slurm/topology.conf.j2", plan=plan, switch_lines=switch_lines(plan)),
+        layout.SLURMD_DROPIN: render_template("slurm/slurmd-configless.conf.j2", plan=plan, conf_server=conf_server(plan),
+                                              served=layout.CONFIGLESS_FILES),
     }
     if plan.slurm.accounts:
         files[layout.SLURM_ACCOUNTS] = "".join(

@@ -131,6 +131,41 @@ def test_users_job_output_is_read_on_the_login_node_and_accounted(lab):
     assert {"research||3", "research|alice|1"} <= shares, shares
 
 
+def test_compute_nodes_run_configless(lab):
+    """Configless Slurm: compute nodes hold no Slurm files; their slurmd fetched the controller's (--conf-server) into
+    its conf-cache, their client commands read it there, and `scontrol reconfigure` on the controller alone brings a
+    change to every node."""
+    plan, access = lab
+    ctl = plan.controller.name
+    served = ("slurm.conf", "gres.conf", "cgroup.conf", "topology.conf")
+    sums = "cd {} && sha256sum " + " ".join(served)
+    want = on(access, plan, ctl, sums.format("/etc/slurm")).stdout
+    for node in ("gpu001", "gpu002"):
+        assert on(access, plan, node, f"for f in {' '.join(served)}; do test ! -e /etc/slurm/$f || echo $f; done").stdout == ""
+        assert f"--conf-server {plan.controller.address}:6817" in on(access, plan, node, "ps -o args= -C slurmd").stdout
+        # slurmd's cache (SlurmdSpoolDir/conf-cache, linked from /run/slurm/conf) holds exactly the controller's files.
+        assert on(access, plan, node, "readlink -f /run/slurm/conf").stdout.strip() == "/var/lib/slurm/slurmd/conf-cache"
+        assert on(access, plan, node, sums.format("/run/slurm/conf")).stdout == want
+        assert node in on(access, plan, node, "scontrol show node $(hostname)").stdout  # client commands on the node
+    # sbatch on the login node; srun inside the job runs on a compute node with the fetched config.
+    r = _as_alice(access, plan, "sbatch --parsable -N2 --gres=gpu:1 -o /home/alice/configless-%j.out --wait "
+                                "--wrap 'srun hostname'", timeout=180)
+    job = r.stdout.strip().split(";")[0]
+    assert sorted(on(access, plan, ctl, f"cat /home/alice/configless-{job}.out").stdout.split()) == ["gpu001", "gpu002"]
+    # A live change: edited on the controller only, `scontrol reconfigure` puts it on every node; then undone.
+    on(access, plan, ctl, "cp -p /etc/slurm/slurm.conf /root/slurm.conf.orig && "
+                          "echo '# configless probe' >> /etc/slurm/slurm.conf && scontrol reconfigure")
+    try:
+        for node in ("gpu001", "gpu002"):
+            wait_for(lambda n=node: on(access, plan, n, "grep -c 'configless probe' /run/slurm/conf/slurm.conf",
+                                       check=False).stdout.strip() == "1", 60, 2, f"the probe line on {node}")
+    finally:
+        on(access, plan, ctl, "cp -p /root/slurm.conf.orig /etc/slurm/slurm.conf && scontrol reconfigure")
+    for node in ("gpu001", "gpu002"):
+        wait_for(lambda n=node: on(access, plan, n, sums.format("/run/slurm/conf")).stdout == want, 60, 2,
+                 f"the controller's files back on {node}")
+
+
 def test_two_4_gpu_jobs_share_one_8_gpu_node(lab):
     plan, access = lab
     jobs = [_as_alice(access, plan, "sbatch --parsable -w gpu001 -N1 --gres=gpu:4 --wrap 'sleep 60'").stdout.strip()
@@ -198,7 +233,7 @@ def test_nvme_cache_formatted_mounted_and_kept(env, lab):
 def test_killed_up_is_repaired_by_the_next(env, lab):
     plan, access = lab
     # Break a node the way a half-applied change would, then kill `up` while Ansible is converging.
-    on(access, plan, "gpu001", "systemctl stop slurmd && rm /etc/slurm/gres.conf")
+    on(access, plan, "gpu001", "systemctl stop slurmd && rm /etc/systemd/system/slurmd.service.d/clusterctl-configless.conf")
     proc = subprocess.Popen([*CLI, "up", SPEC], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
     time.sleep(20)  # inside the Ansible run (render + lab check take a few seconds)
@@ -212,7 +247,8 @@ def test_killed_up_is_repaired_by_the_next(env, lab):
     r = clusterctl("up", SPEC, "--output", "json", env=env)
     report = json.loads(r.stdout)
     assert report["ok"], report
-    assert on(access, plan, "gpu001", "test -f /etc/slurm/gres.conf && systemctl is-active slurmd").returncode == 0
+    assert on(access, plan, "gpu001", "test -f /etc/systemd/system/slurmd.service.d/clusterctl-configless.conf && "
+                                      "systemctl is-active slurmd").returncode == 0
     r = on(access, plan, plan.controller.name, "srun -N2 --gres=gpu:8 hostname")
     assert sorted(r.stdout.split()) == ["gpu001", "gpu002"]
 
@@ -361,6 +397,7 @@ def test_drift_names_file_and_host(env, lab):
     assert set(json.loads(r.stdout)["phases"]) == {"hosts", "cloud"}
     r = clusterctl("drift", SPEC, env=env, check=False)
     assert r.returncode == 0 and "time: hosts" in r.stdout, r.stdout + r.stderr
+    # A configless node has no slurm.conf: one put there by hand would shadow the controller's for its client commands.
     on(access, plan, "gpu001", "echo '# edited by hand' >> /etc/slurm/slurm.conf")
     r = clusterctl("drift", SPEC, "--output", "json", env=env, check=False)
     assert r.returncode == 2, r.stdout + r.stderr

@@ -196,7 +196,9 @@ def test_down_drains_and_stops_but_keeps_everything_else(owned):
     for node in ("own01", "own02"):
         assert on(lab, node, "systemctl is-active slurmd").stdout.strip() == "inactive"
         assert on(lab, node, "cat /srv/data/file").stdout.strip() == "keep"
-        assert on(lab, node, "dpkg -s slurmd >/dev/null && test -f /etc/slurm/slurm.conf && echo kept").stdout.strip() == "kept"
+        # Configless: a node's Slurm setup is the slurmd drop-in (--conf-server); slurm.conf lives on the controller.
+        assert on(lab, node, "dpkg -s slurmd >/dev/null && test -f /etc/systemd/system/slurmd.service.d/clusterctl-configless.conf "
+                             "&& echo kept").stdout.strip() == "kept"
     # Everything else clusterctl started is stopped too; the accounting data stays (MariaDB keeps running).
     assert on(lab, "own-ctl", "systemctl is-active slurmctld slurmdbd prometheus prometheus-node-exporter").stdout.split() \
         == ["inactive"] * 4

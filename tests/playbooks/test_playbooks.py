@@ -87,3 +87,34 @@ def test_plays_whose_hosts_converge_independently_use_the_free_strategy() -> Non
         for role in plays[name]["roles"]:
             tasks = "".join(f.read_text() for f in (ROOT / "playbooks" / "roles" / role).rglob("*.yml"))
             assert "run_once" not in tasks and "delegate_to" not in tasks, (name, role)
+
+
+def _tasks(role: str, kind: str = "tasks") -> list[dict]:
+    return yaml.safe_load((ROOT / "playbooks" / "roles" / role / kind / "main.yml").read_text())
+
+
+def test_compute_nodes_are_configless():
+    """slurm_node installs the slurmd drop-in (--conf-server) and removes local copies of every file slurmctld serves;
+    it copies no Slurm file. The controller keeps them and, when they change, restarts slurmctld and then sends them
+    to the nodes with `scontrol reconfigure` (handlers run in the order they are defined)."""
+    from clusterctl.render import layout
+    from clusterctl.render.ansible import all_vars
+    from tests.helpers import plan_of
+
+    node = _tasks("slurm_node")
+    text = yaml.safe_dump(node)
+    for f in ("slurm_conf", "gres_conf", "cgroup_conf", "topology_conf"):
+        assert f"clusterctl_files.{f}" not in text
+    [absent] = [t for t in node if t.get("ansible.builtin.file", {}).get("state") == "absent"]
+    assert absent["ansible.builtin.file"]["path"] == "/etc/slurm/{{ item }}"
+    assert absent["loop"] == "{{ clusterctl_configless_files }}"
+    assert all_vars(plan_of("lab.yaml"))["clusterctl_configless_files"] == list(layout.CONFIGLESS_FILES)
+    [dropin] = [t for t in node if t.get("ansible.builtin.copy", {}).get("dest") == "{{ clusterctl_paths.slurmd_dropin }}"]
+    assert dropin["notify"] == "Restart slurmd"
+
+    [conf] = [t for t in _tasks("slurm_controller") if "{{ clusterctl_files.slurm_conf }}" in t.get("loop", [])]
+    assert conf["notify"] == ["Restart slurmctld", "Reconfigure nodes"]
+    handlers = [h["name"] for h in _tasks("slurm_controller", "handlers")]
+    assert handlers.index("Restart slurmctld") < handlers.index("Reconfigure nodes")
+    [reconf] = [h for h in _tasks("slurm_controller", "handlers") if h["name"] == "Reconfigure nodes"]
+    assert reconf["ansible.builtin.command"] == "scontrol reconfigure"

@@ -136,3 +136,36 @@ def test_cloud_settings_follow_slurm_version(version, old):
 def test_no_cloud_settings_without_cloud_nodes():
     _, files = build("onprem-64xh100-ib.yaml")
     assert "NoAddrCache" not in files[layout.SLURM_CONF] and "salloc_wait_nodes" not in files[layout.SLURM_CONF]
+
+
+EXAMPLES = ["lab.yaml", "onprem-64xh100-ib.yaml", "aws-p5-spot.yaml", "hybrid-burst.yaml"]
+
+
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_configless_for_every_provider(example):
+    """slurmctld serves the files (enable_configless, on the one SlurmctldParameters line Slurm reads); every slurmd is
+    started with --conf-server the controller's address (name where the plan has none) and SlurmctldPort."""
+    plan, files = build(example)
+    conf = files[layout.SLURM_CONF]
+    [params] = re.findall(r"^SlurmctldParameters=(\S+)$", conf, re.M)
+    assert params.split(",")[0] == "enable_configless"
+    server = f"{plan.controller.address or plan.controller.name}:{conf_value(conf, 'SlurmctldPort')}"
+    lines = files[layout.SLURMD_DROPIN].splitlines()
+    # Debian's unit has ConditionPathExists=/etc/slurm/slurm.conf: an empty assignment clears it (systemd.unit(5)),
+    # and an empty ExecStart= must come before the replacement (systemd.service(5)).
+    assert lines.index("ConditionPathExists=") > lines.index("[Unit]")
+    i = lines.index("ExecStart=")
+    assert i > lines.index("[Service]") and lines[i + 1] == f"ExecStart=/usr/sbin/slurmd -D -s --conf-server {server} $SLURMD_OPTIONS"
+
+
+@pytest.mark.parametrize("version, params", [("22.05", "enable_configless,idle_on_node_suspend,cloud_reg_addrs"),
+                                             ("23.11", "enable_configless,idle_on_node_suspend")])
+def test_configless_merged_with_power_saving_parameters(version, params):
+    def edit(d):
+        d.setdefault("software", {})["slurm"] = version
+        if version != "22.05":
+            d["mirrors"] = {"slurm": {"url": "https://mirror.example.com/slurm", "key_url": "https://mirror.example.com/slurm.asc"}}
+
+    _, files = build("hybrid-burst.yaml", edit)
+    assert re.findall(r"^SlurmctldParameters=(\S+)$", files[layout.SLURM_CONF], re.M) == [params]
+

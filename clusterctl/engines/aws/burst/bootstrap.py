@@ -2,8 +2,9 @@
 
 What the node gets, in one tar stream over one SSH session (run by the kit's bootstrap.sh, as root):
 - identity: hostname = node name, /etc/hosts lines for itself and the controller;
-- the cluster's munge key and the controller's own Slurm files (slurm.conf, gres.conf, cgroup.conf,
-  topology.conf): a node can never run with a config other than the controller's;
+- the cluster's munge key and the slurmd drop-in every node has: configless, slurmd fetches slurm.conf, gres.conf,
+  cgroup.conf and topology.conf from slurmctld (--conf-server), so a node never runs a config other than the
+  controller's;
 - the pool's NCCL environment, health expectations, the TaskProlog and health check programs;
 - the spot-interruption watcher (a systemd service polling IMDSv2 every 5 s);
 - then munge and slurmd (`-N <node>`) start; slurmd registers and Slurm sets its address (cloud_reg_addrs).
@@ -32,9 +33,9 @@ from clusterctl.core import hostlist
 from clusterctl.engines.aws.burst import ec2 as cloud
 from clusterctl.engines.aws.burst.actions import REASON_PREFIX, Context, _power_down
 
-SLURM_FILES = ("slurm.conf", "gres.conf", "cgroup.conf", "topology.conf")
 KIT_FILES = ("bootstrap.sh", "clusterctl-spot-watch", "clusterctl-spot-watch.service", "clusterctl-task-prolog",
              "clusterctl-healthcheck")
+DATA_FILES = ("slurmd-configless.conf",)  # kit files that are not programs
 POOL_FILES = ("nccl.env", "health.conf")
 MARGIN = 30  # give up this long before ResumeTimeout, so the reason is ours and not "ResumeTimeout reached"
 REMOTE = 'set -e; d=$(mktemp -d /tmp/clusterctl-burst.XXXXXX); trap \'rm -rf "$d"\' EXIT; tar -xf - -C "$d"; sh "$d/bootstrap.sh" "$d"'
@@ -70,17 +71,14 @@ def payload(ctx: Context, node: str, address: str) -> bytes:
     s = ctx.settings
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:
-        for f in KIT_FILES:
+        for f in KIT_FILES + DATA_FILES:
             p = s.kit_dir / f
             if p.is_file():
-                _add(tar, f, p.read_bytes(), 0o755)
+                _add(tar, f, p.read_bytes(), 0o755 if f in KIT_FILES else 0o644)
         pool_dir = s.kit_dir / "pools" / ctx.plan.pool_of(node).name
         for f in POOL_FILES:
             if (pool_dir / f).is_file():
                 _add(tar, f, (pool_dir / f).read_bytes())
-        for f in SLURM_FILES:
-            if (s.slurm_dir / f).is_file():
-                _add(tar, f"slurm/{f}", (s.slurm_dir / f).read_bytes())
         _add(tar, "munge.key", s.munge_key.read_bytes(), 0o400)
         _add(tar, "node.env", node_env(ctx, node, address).encode())
     return buf.getvalue()

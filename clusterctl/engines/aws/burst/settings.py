@@ -66,7 +66,6 @@ class Settings:
     log_file: Path
     state_dir: Path  # lock, per-instance known_hosts
     kit_dir: Path  # files pushed to new nodes (spot watcher, bootstrap script, per-pool env files)
-    slurm_dir: Path  # the controller's Slurm config: new nodes get exactly these files
     ssh_key: Path  # reaches new instances (the cluster's admin key; the lab's key in the lab)
     ssh_user: str  # "" = the plan's user for the pool (admin + sudo on AWS images)
     munge_key: Path  # a copy of the cluster's munge key readable by SlurmUser
@@ -84,7 +83,6 @@ class Settings:
             log_file=Path(_env("LOG", "/var/log/clusterctl/burst.log")),
             state_dir=Path(_env("STATE", "/var/lib/clusterctl/burst")),
             kit_dir=Path(_env("KIT", "/usr/local/lib/clusterctl/burst-node")),
-            slurm_dir=Path(_env("SLURM_DIR", "/etc/slurm")),
             ssh_key=Path(_env("SSH_KEY", "/etc/clusterctl/burst/ssh_key")),
             ssh_user=_env("SSH_USER", ""),
             munge_key=Path(_env("MUNGE_KEY", "/etc/clusterctl/burst/munge.key")),

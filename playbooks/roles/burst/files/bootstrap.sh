@@ -1,7 +1,7 @@
 #!/bin/sh
 # clusterctl burst bootstrap: make this freshly launched instance Slurm node $NODE (run as root by the controller's
-# `clusterctl burst bootstrap` over SSH; $1 is the unpacked kit: node.env, munge.key, slurm/*.conf, pool files,
-# the spot watcher). Idempotent: a repeated resume runs it again on the same instance.
+# `clusterctl burst bootstrap` over SSH; $1 is the unpacked kit: node.env, munge.key, the slurmd drop-in, pool files,
+# the spot watcher). Configless: slurmd fetches the Slurm files from slurmctld (--conf-server in the drop-in). Idempotent: a repeated resume runs it again on the same instance.
 set -eu
 K=$1
 . "$K/node.env"
@@ -32,10 +32,12 @@ if ! command -v slurmd >/dev/null 2>&1 || ! command -v munged >/dev/null 2>&1 ||
     rm -f /usr/sbin/policy-rc.d
 fi
 
-# The cluster's munge key and the controller's own Slurm configuration.
+# The cluster's munge key, and slurmd started configless: it fetches slurm.conf & co. from slurmctld. A local copy
+# (an image baked from a converged node) would be read first by the node's client commands: removed.
 install -o munge -g munge -m 0400 "$K/munge.key" /etc/munge/munge.key
-install -d -m 0755 /etc/slurm /etc/clusterctl /var/log/clusterctl
-for f in "$K"/slurm/*.conf; do install -m 0644 "$f" "/etc/slurm/${f##*/}"; done
+install -d -m 0755 /etc/slurm /etc/clusterctl /var/log/clusterctl /etc/systemd/system/slurmd.service.d
+rm -f /etc/slurm/slurm.conf /etc/slurm/gres.conf /etc/slurm/cgroup.conf /etc/slurm/topology.conf
+install -m 0644 "$K/slurmd-configless.conf" /etc/systemd/system/slurmd.service.d/clusterctl-configless.conf
 [ -f "$K/clusterctl-task-prolog" ] && install -m 0755 "$K/clusterctl-task-prolog" /etc/slurm/clusterctl-task-prolog
 [ -f "$K/nccl.env" ] && install -m 0644 "$K/nccl.env" /etc/clusterctl/nccl.env
 [ -f "$K/health.conf" ] && install -m 0644 "$K/health.conf" /etc/clusterctl/health.conf

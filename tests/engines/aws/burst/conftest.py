@@ -88,7 +88,7 @@ def settings(tmp_path, plan_file):
     kit = tmp_path / "kit"
     kit.mkdir()
     return Settings(plan=plan_file, log_file=tmp_path / "burst.log", state_dir=tmp_path / "state", kit_dir=kit,
-                    slurm_dir=tmp_path / "slurm", ssh_key=tmp_path / "ssh_key", ssh_user="", munge_key=tmp_path / "munge.key",
+                    ssh_key=tmp_path / "ssh_key", ssh_user="", munge_key=tmp_path / "munge.key",
                     imds_endpoint="http://169.254.169.254", bootstrap="off", sync_grace_seconds=300, spot_signal="USR1",
                     spot_grace_seconds=60, cluster_id=CLUSTER_ID)
 

@@ -337,7 +337,7 @@ def test_sync_dry_run_changes_nothing(ctx, stack):
 # --- bootstrap payload -------------------------------------------------------------------------------------
 
 
-def test_bootstrap_payload_carries_the_controller_files(ctx, settings, stack):
+def test_bootstrap_payload_carries_the_kit_and_no_slurm_files(ctx, settings, stack):
     from clusterctl.engines.aws.burst import bootstrap
     from tests.engines.aws.burst.conftest import HERE
 
@@ -346,18 +346,19 @@ def test_bootstrap_payload_carries_the_controller_files(ctx, settings, stack):
         (settings.kit_dir / f).write_bytes((role_files / f).read_bytes())
     (settings.kit_dir / "pools" / "cloud").mkdir(parents=True)
     (settings.kit_dir / "pools" / "cloud" / "nccl.env").write_text("NCCL_DEBUG=WARN\n")
-    settings.slurm_dir.mkdir()
-    (settings.slurm_dir / "slurm.conf").write_text("ClusterName=burst\n")
-    (settings.slurm_dir / "gres.conf").write_text("# gres\n")
+    (settings.kit_dir / "slurmd-configless.conf").write_text("[Service]\n")
     settings.munge_key.write_bytes(b"k" * 1024)
     data = bootstrap.payload(ctx, "cloud002", "10.219.0.70")
     with tarfile.open(fileobj=io.BytesIO(data)) as tar:
         names = set(tar.getnames())
         env = tar.extractfile("node.env").read().decode()
         key = tar.getmember("munge.key")
-    assert {"bootstrap.sh", "clusterctl-spot-watch", "clusterctl-spot-watch.service", "nccl.env", "slurm/slurm.conf",
-            "slurm/gres.conf", "munge.key", "node.env"} <= names
-    assert key.mode == 0o400
+        dropin = tar.getmember("slurmd-configless.conf")
+    assert {"bootstrap.sh", "clusterctl-spot-watch", "clusterctl-spot-watch.service", "nccl.env",
+            "slurmd-configless.conf", "munge.key", "node.env"} <= names
+    # Configless: the node's slurmd fetches slurm.conf & co. from slurmctld; the payload carries none of them.
+    assert not [n for n in names if n.startswith("slurm/")], names
+    assert key.mode == 0o400 and dropin.mode == 0o644
     assert "NODE=cloud002\n" in env and "ADDRESS=10.219.0.70\n" in env and "CONTROLLER=burst-ctl\n" in env
     assert "CONTROLLER_ADDR=10.219.0.10\n" in env and "POOL=cloud\n" in env
     # The plan's user for aws nodes is Debian's admin (sudo); the lab overrides it with CLUSTERCTL_BURST_SSH_USER.
