@@ -69,7 +69,7 @@ def cold_burst(rig) -> None:
         n = len(hostlist.expand(r.nodes))
         own = f"{r.seconds:.2f} s, {r.seconds / n * 64:.2f} s per 64 nodes" if r.seconds is not None else "did not finish"
         print(f"{head}: clusterctl burst resume {r.nodes} ({n} nodes, exit {r.exit}): {own}")
-    idle_since = time.time()
+    idle_since = t0 + done  # when the job was seen ending
     while rig.cloud.instances() and time.time() - idle_since < 300:
         time.sleep(1)
     suspends = [r for r in rig.burst_runs() if r.action == "suspend"]
@@ -124,7 +124,7 @@ def main() -> None:
     if why:
         sys.exit(f"cannot run: {why}")
     for i, n in enumerate(args.sizes):
-        one_size(n, args.runs, show_differences=i == 0)
+        one_size(n, args.runs, show_differences=i == len(args.sizes) - 1)  # the last: the whole spec, CLOUD nodes too
 
 
 if __name__ == "__main__":
