@@ -3,8 +3,11 @@
 For 256 nodes (the 1,024-node spec's first 256, re-rendered) and 1,024: time from starting the slurmds to all nodes
 idle (split into spawning and registering), slurmctld's RSS once idle, and for the 1,024-node cluster sbatch ->
 RUNNING -> COMPLETED of a whole-cluster `-N 1024 --gres=gpu:8` job over a few runs (min/median/max), and once (a cold
-start: the nodes are powered down) a burst job on all 256 CLOUD nodes of the elastic p5 pool: sbatch -> ResumeProgram
-called -> RUNNING -> COMPLETED. Also prints the settings the rig changes from the rendered slurm.conf.
+start: the nodes are powered down) a 256-node burst job on the elastic p5 pool's 512 CLOUD nodes, powered up by the
+product's `clusterctl burst resume` against moto_server: sbatch -> ResumeProgram called -> RUNNING -> COMPLETED, the
+resume program's own time (its log's "done in") in all and per 64 nodes, then the release after SuspendTime
+(`clusterctl burst suspend`, instances terminated in moto). Also prints the settings the rig changes from the
+rendered config.
 Needs root and Debian's slurmctld, slurmd, slurm-client, munge, and a C compiler (the rig's uptime preload).
 
 Prints figures; asserts nothing. Run: python benchmarks/slurm_scale.py [--sizes 256 1024] [--runs 3]
@@ -22,6 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from clusterctl.core import hostlist  # noqa: E402
 from tests.scale import rig as scale  # noqa: E402
 
 
@@ -41,20 +45,40 @@ def whole_cluster_job(rig, nodes: int) -> tuple[float, float]:
         time.sleep(0.05)
 
 
+BURST = 256  # nodes of the burst job
+
+
 def cold_burst(rig) -> None:
     cloud = len(rig.cloud_nodes)
-    t0 = time.monotonic()
-    job_id = rig.sbatch("-p", "burst", "-N", str(cloud), "--gres=gpu:8", "--wrap", "true")
+    head = f"{len(rig.plan.nodes) - cloud:5d} nodes + {cloud} CLOUD: -p burst -N {BURST} --gres=gpu:8 (cold)"
+    t0 = time.time()
+    job_id = rig.sbatch("-p", "burst", "-N", str(BURST), "--gres=gpu:8", "--wrap", "true")
     running = None
     while (state := rig.job(job_id).get("JobState")) not in scale.FINAL:
         if running is None and state in ("RUNNING", "COMPLETING"):
-            running = time.monotonic() - t0
+            running = time.time() - t0
         time.sleep(0.1)
-    done = time.monotonic() - t0
-    resume = next((t - t0 for t, action, _ in rig.power_log if action == "resume"), float("nan"))
+    done = time.time() - t0
+    while any(r.exit is None for r in rig.burst_runs() if r.action == "resume") and time.time() - t0 < 600:
+        time.sleep(0.5)  # the program may still be setting NodeAddrs after the job ended
+    resumes = [r for r in rig.burst_runs() if r.action == "resume"]
+    called = f"{resumes[0].started - t0:.1f}" if resumes else "n/a"
     running_s = f"{running:.1f}" if running is not None else "n/a"
-    print(f"{len(rig.plan.nodes) - cloud:5d} nodes + {cloud} CLOUD: -p burst -N {cloud} --gres=gpu:8 (cold): "
-          f"ResumeProgram called {resume:.1f} s after sbatch, RUNNING {running_s} s, {state} {done:.1f} s")
+    print(f"{head}: ResumeProgram called {called} s after sbatch, RUNNING {running_s} s, {state} {done:.1f} s")
+    for r in resumes:
+        n = len(hostlist.expand(r.nodes))
+        own = f"{r.seconds:.2f} s, {r.seconds / n * 64:.2f} s per 64 nodes" if r.seconds is not None else "did not finish"
+        print(f"{head}: clusterctl burst resume {r.nodes} ({n} nodes, exit {r.exit}): {own}")
+    idle_since = t0 + done  # when the job was seen ending
+    while rig.cloud.instances() and time.time() - idle_since < 300:
+        time.sleep(1)
+    suspends = [r for r in rig.burst_runs() if r.action == "suspend"]
+    left = len(rig.cloud.instances())
+    called = f"{suspends[0].started - idle_since:.1f}" if suspends else "n/a"
+    own = ", ".join(f"{r.seconds:.2f} s" for r in suspends if r.seconds is not None) or "n/a"
+    print(f"{head}: SuspendProgram called {called} s after the job ended (SuspendTime "
+          f"{rig.plan.slurm.suspend_time} s), its own time {own}; all instances terminated in moto "
+          f"{time.time() - idle_since:.1f} s after the job ended ({left} left)")
 
 
 def spread(xs: list[float]) -> str:
@@ -69,7 +93,8 @@ def one_size(nodes: int, runs: int, show_differences: bool) -> None:
     try:
         rig.start_munge()
         rig.start_controller()
-        rig.start_power()
+        if rig.cloud_nodes:
+            rig.start_cloud()
         t0 = time.monotonic()
         rig.start_nodes()
         spawned = time.monotonic() - t0
@@ -99,7 +124,7 @@ def main() -> None:
     if why:
         sys.exit(f"cannot run: {why}")
     for i, n in enumerate(args.sizes):
-        one_size(n, args.runs, show_differences=i == 0)
+        one_size(n, args.runs, show_differences=i == len(args.sizes) - 1)  # the last: the whole spec, CLOUD nodes too
 
 
 if __name__ == "__main__":

@@ -5,8 +5,11 @@ gets its files under one temporary directory and is started and stopped here, by
 The rig runs the rendered slurm.conf, gres.conf, topology.conf and cgroup.conf. What it changes is listed by
 `differences()`: transport (addresses, ports, the munge socket), where daemons keep state, spool, pid and log files,
 the process-tracking/task plugins (cgroups cannot be nested per emulated node here), the device files GPUs are
-faked with, and SlurmdParameters=config_overrides (nodes would otherwise drain for the CPUs and memory this host
-lacks). Needs root (slurmctld drops to SlurmUser; munged runs as munge).
+faked with, SlurmdParameters=config_overrides (nodes would otherwise drain for the CPUs and memory this host
+lacks), and for the elastic pool where the power-saving programs find their settings: they are the product's own
+`clusterctl burst resume|suspend|resume-fail` against moto_server (tests/scale/cloud.py), and the rig starts an
+emulated slurmd for each instance moto reports launched. Needs root (slurmctld drops to SlurmUser; munged runs as
+munge).
 """
 
 from __future__ import annotations
@@ -16,9 +19,11 @@ import re
 import shutil
 import signal
 import socket
+import stat
 import subprocess
+import sys
+import sysconfig
 import tempfile
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,10 +33,12 @@ from clusterctl.compile.model import ClusterPlan
 from clusterctl.render import layout, render_spec
 from clusterctl.validate import load_valid
 from tests.helpers import root_missing
+from tests.scale import cloud as rig_cloud
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC_1024 = Path(__file__).with_name("scale-1024.yaml")
 TASK_PROLOG = ROOT / "playbooks" / "roles" / "slurm_node" / "files" / "task-prolog.sh"  # what the role installs
+BURST_ACTIONS = ("resume", "suspend", "resume-fail")  # the power-saving programs, as `clusterctl burst <action>`
 FINAL = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE")
 # Started as slurmctld-wlm (Debian's alternative) 22.05 drops every Gres=: the daemons must run under plain names.
 DAEMONS = {"slurmctld": "slurmctld-wlm", "slurmd": "slurmd-wlm", "slurmstepd": "slurmstepd-wlm"}
@@ -49,6 +56,27 @@ def slurm_missing() -> str | None:
     """Which Slurm/munge programs are not installed, or None."""
     missing = [b for b in ("slurmctld", "slurmd", "munged", "sbatch") if shutil.which(b) is None]
     return f"not installed: {', '.join(missing)} (apt-get install slurmctld slurmd slurm-client munge)" if missing else None
+
+
+def _others_may_run(path: Path) -> bool:
+    """SlurmUser (an "other" to root's files) can execute `path`: it and every directory above it are o+x."""
+    return all(p.stat().st_mode & stat.S_IXOTH for p in (path, *path.parents))
+
+
+def slurm_python() -> tuple[str, list[str]]:
+    """(interpreter, PYTHONPATH) with which SlurmUser runs this checkout's clusterctl and this environment's packages.
+
+    This interpreter where SlurmUser may run it; else (e.g. a venv on a pyenv Python under /root, which is 0700) the
+    system's Python of the same version with this environment's site-packages on PYTHONPATH (the same packages at
+    the same versions, which is also what the burst role's bundle installs on a controller)."""
+    here = Path(sys.executable).resolve()
+    if _others_may_run(here):
+        return sys.executable, [str(ROOT)]
+    system = Path(f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}")
+    if not (system.exists() and _others_may_run(system)):
+        raise RuntimeError(f"SlurmUser cannot run {here} and there is no {system}")
+    paths = sysconfig.get_paths()
+    return str(system), list(dict.fromkeys([str(ROOT), paths["purelib"], paths["platlib"]]))
 
 
 def free_port_block(count: int, start: int = 20000, stop: int = 60000) -> int:
@@ -102,9 +130,9 @@ class Rig:
             "TaskPlugin": "task/none",
             "TaskProlog": f"{d}/etc/task-prolog",
             "SlurmdParameters": "config_overrides",
-            # Elastic pools: the rig "launches" a resumed node by starting its slurmd (the cloud API stand-in).
-            **({"ResumeProgram": f"{d}/bin/rig-resume", "SuspendProgram": f"{d}/bin/rig-suspend",
-                "ResumeFailProgram": f"{d}/bin/rig-resume-fail"} if self.cloud_nodes else {}),
+            # Elastic pools: the slurm_controller role's wrappers of `clusterctl burst ...`, with the rig's settings.
+            **({"ResumeProgram": f"{d}/bin/clusterctl-resume", "SuspendProgram": f"{d}/bin/clusterctl-suspend",
+                "ResumeFailProgram": f"{d}/bin/clusterctl-resume-fail"} if self.cloud_nodes else {}),
         }
 
     @property
@@ -148,6 +176,22 @@ class Rig:
         out = [f"{k}: {rendered.get(k, '(unset)')} -> {v}" for k, v in self.overrides().items()]
         out.append("NodeName lines: NodeAddr=<site address> -> NodeHostname=localhost NodeAddr=127.0.0.1 Port=<own>")
         out.append(f"gres.conf File=/dev/nvidiaN -> {self.dir}/dev/nvidiaN (character devices 195,N made by the rig)")
+        if self.cloud_nodes:
+            out += [
+                "ResumeProgram & co.: the same wrappers (exec clusterctl burst <action> \"$@\"), where clusterctl is "
+                f"this checkout run by {slurm_python()[0]} with the test environment's packages (what the burst "
+                "role's /usr/local/bin/clusterctl runs from its venv) and the settings file is "
+                f"{self.dir}/etc/burst.env instead of /etc/clusterctl/burst.env",
+                "burst settings: AWS_ENDPOINT_URL=moto_server on 127.0.0.1 with fake credentials; plan, log and lock "
+                "under the rig directory; CLUSTERCTL_BURST_BOOTSTRAP=off (no SSH bootstrap: the rig starts "
+                "`slurmd -N <node>` for each instance moto reports, which is what the bootstrap ends with)",
+                "EC2: moto_server; the launch resources the Pulumi stack makes (VPC, subnets, EFA security group, "
+                "launch template) are made with boto3 and the same tags (tests/engines/aws/burst/harness.create_stack)",
+                f"instance addresses: the pool's VPC in moto is {rig_cloud.VPC_CIDR}, so the NodeAddr resume sets (the "
+                "instance's private address) is a loopback address that reaches the emulated slurmd; its registration "
+                "then sets NodeAddr=127.0.0.1 (cloud_reg_addrs)",
+                "a CLOUD node's slurmd runs with an LD_PRELOAD sysinfo() whose uptime counts from its instance's start",
+            ]
         return out
 
     def write(self) -> None:
@@ -184,42 +228,55 @@ class Rig:
         key.chmod(0o400)
 
     def _write_power(self) -> None:
-        """rig-<action> runs as SlurmUser: it only drops the request (action + hostlist) where the rig's watcher,
-        running as root, picks it up; the preload makes a resumed slurmd's uptime start at its launch."""
+        """The power-saving programs run as SlurmUser with an almost empty environment, as slurmctld runs them on a
+        controller: the slurm_controller role's wrapper, exec'ing the product's `clusterctl burst <action>` (this
+        checkout, this venv's python) with the rig's settings file. The plan is the build's plan.json. The
+        preload makes a resumed slurmd's uptime start at its instance's launch."""
         d = self.dir
-        (d / "power").mkdir(exist_ok=True)
-        shutil.chown(d / "power", "slurm", "slurm")
-        for action in ("resume", "suspend", "resume-fail"):  # Slurm runs each with the hostlist as its argument
-            script = d / "bin" / f"rig-{action}"
-            script.write_text(f"#!/bin/sh\nf={d}/power/$(date +%s%N).$$\necho \"{action} $1\" > $f.tmp && mv $f.tmp $f\n")
+        (d / "etc" / "plan.json").write_text(self.rendered["plan.json"])
+        (d / "burst").mkdir(exist_ok=True)
+        shutil.chown(d / "burst", "slurm", "slurm")
+        python, path = slurm_python()
+        for action in BURST_ACTIONS:  # Slurm runs each with the hostlist as its argument
+            script = d / "bin" / f"clusterctl-{action}"
+            script.write_text(
+                "#!/bin/sh\n# Installed by the scale rig: Slurm power saving -> clusterctl burst "
+                f"{action} HOSTLIST\nexport CLUSTERCTL_BURST_ENV_FILE={d}/etc/burst.env PYTHONPATH={':'.join(path)}\n"
+                f"exec {python} -m clusterctl.engines.aws.burst {action} \"$@\"\n")
             script.chmod(0o755)
         (d / "lib").mkdir(exist_ok=True)
         subprocess.run(["cc", "-shared", "-fPIC", "-O2", "-o", str(d / "lib" / "uptime.so"),
                         str(Path(__file__).with_name("uptime.c")), "-ldl"], check=True, capture_output=True)
 
-    def start_power(self) -> None:
-        """Serve ResumeProgram/SuspendProgram requests: start (with a fresh uptime) or stop the named slurmds."""
-        self._power_stop = threading.Event()
-        self.power_log: list[tuple[float, str, str]] = []
+    def start_cloud(self) -> None:
+        """moto with the elastic pool's launch resources, the burst programs' settings pointing at it, and the
+        watcher that starts (with a fresh uptime) or stops a CLOUD node's slurmd as moto launches or terminates
+        its instance."""
+        pool = next(p.name for p in self.plan.pools if p.provider == "aws" and p.elastic)
+        self.cloud = rig_cloud.Cloud(self.plan, pool)
+        env_file = self.dir / "etc" / "burst.env"
+        settings = rig_cloud.settings_env(self.dir, self.cloud.moto.url, self.cloud.region, self.cloud.cluster_id)
+        env_file.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
+        shutil.chown(env_file, "root", "slurm")  # as the burst role installs it: it holds credentials
+        env_file.chmod(0o640)
 
-        def serve():
-            while not self._power_stop.is_set():
-                for req in sorted((self.dir / "power").glob("[0-9]*[0-9]")):
-                    action, names = (req.read_text().split() + [""])[:2]
-                    req.unlink()
-                    self.power_log.append((time.monotonic(), action, names))
-                    nodes = hostlist.expand(names) if names else []
-                    if action == "resume":
-                        env = dict(LD_PRELOAD=str(self.dir / "lib" / "uptime.so"), RIG_BOOT_EPOCH=str(int(time.time())))
-                        self.start_nodes(nodes, extra_env=env)
-                    elif action == "suspend":
-                        for n in nodes:
-                            if n in self.pids:
-                                self.pids.pop(n).terminate()
-                time.sleep(0.1)
+        def boot(node: str) -> None:
+            env = dict(LD_PRELOAD=str(self.dir / "lib" / "uptime.so"), RIG_BOOT_EPOCH=str(int(time.time())))
+            self.start_nodes([node], extra_env=env)
 
-        self._power_thread = threading.Thread(target=serve, daemon=True)
-        self._power_thread.start()
+        def halt(node: str) -> None:
+            if node in self.pids:
+                proc = self.pids.pop(node)
+                proc.terminate()
+                self._stopped.append(proc)
+
+        self._stopped: list[subprocess.Popen] = []
+        self.instances = rig_cloud.Instances(self.cloud, set(self.cloud_nodes), boot, halt).begin()
+
+    def burst_runs(self) -> list[rig_cloud.Run]:
+        """The power-saving programs' runs, from their own log."""
+        log = self.dir / "log" / "burst.log"
+        return rig_cloud.burst_runs(log.read_text() if log.exists() else "")
 
     # --- daemons -------------------------------------------------------------------------------------------------
     def _spawn(self, key: str, argv: list[str], extra_env: dict | None = None, **kw) -> None:
@@ -246,9 +303,8 @@ class Rig:
 
     def stop(self) -> None:
         """Cancel every job, then stop slurmds, slurmctld and munged, each by the PID it was started with."""
-        if getattr(self, "_power_stop", None):
-            self._power_stop.set()
-            self._power_thread.join(5)
+        if getattr(self, "instances", None):
+            self.instances.end()
         if "slurmctld" in self.pids and self.pids["slurmctld"].poll() is None:
             self.run("scancel", "--full", "--user=root", check=False)
             _wait(lambda: not self.run("squeue", "-h", "-t", "R,CG", check=False).stdout.strip(), 30, None)
@@ -266,6 +322,14 @@ class Rig:
                     p.kill()
                     p.wait()
         self.pids.clear()
+        for p in getattr(self, "_stopped", []):  # CLOUD slurmds stopped when their instance went
+            try:
+                p.wait(20)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        if getattr(self, "cloud", None):
+            self.cloud.stop()
 
     # --- client side ---------------------------------------------------------------------------------------------
     def run(self, *argv: str, check: bool = True) -> subprocess.CompletedProcess:

@@ -208,8 +208,10 @@ def az_subnets(lab_subnet: str, azs: list[str]) -> dict[str, str]:
 CLUSTER_ID = "00c0ffee00c0ffee"  # the moto tests' cluster id (the lab passes its state's)
 
 
-def create_stack(ec2, plan, pool_name: str, cluster_id: str = CLUSTER_ID, image_id: str | None = None) -> CloudStack:
-    """image_id: the AMI the launch template boots (the pool's recorded node image); default any amazon x86_64 one."""
+def create_stack(ec2, plan, pool_name: str, cluster_id: str = CLUSTER_ID, image_id: str | None = None,
+                 cidr: str | None = None) -> CloudStack:
+    """image_id: the AMI the launch template boots (the pool's recorded node image); default any amazon x86_64 one.
+    cidr: the VPC's block; default the lab subnet (a plan without lab nodes, like the scale rig's, names one)."""
     from clusterctl.engines.aws import launch
     from clusterctl.render.stack_config import CLUSTER_ID_TAG, StackConfig
 
@@ -220,11 +222,12 @@ def create_stack(ec2, plan, pool_name: str, cluster_id: str = CLUSTER_ID, image_
     def spec(kind, extra=()):
         return [{"ResourceType": kind, "Tags": tags + list(extra)}]
 
-    vpc = ec2.create_vpc(CidrBlock=plan.lab.subnet, TagSpecifications=spec("vpc", [{"Key": "Name", "Value": f"{cluster}-vpc"}]))
+    cidr = cidr or plan.lab.subnet
+    vpc = ec2.create_vpc(CidrBlock=cidr, TagSpecifications=spec("vpc", [{"Key": "Name", "Value": f"{cluster}-vpc"}]))
     vpc_id = vpc["Vpc"]["VpcId"]
     subnets = {}
-    for az, cidr in az_subnets(plan.lab.subnet, list(pool.availability_zones)).items():
-        s = ec2.create_subnet(VpcId=vpc_id, CidrBlock=cidr, AvailabilityZone=az,
+    for az, block in az_subnets(cidr, list(pool.availability_zones)).items():
+        s = ec2.create_subnet(VpcId=vpc_id, CidrBlock=block, AvailabilityZone=az,
                               TagSpecifications=spec("subnet", [{"Key": "Name", "Value": f"{cluster}-{az}"}]))
         subnets[az] = s["Subnet"]["SubnetId"]
     sg = ec2.create_security_group(GroupName=f"{cluster}-efa", Description="EFA: all traffic within the group",
