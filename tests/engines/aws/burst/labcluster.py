@@ -160,6 +160,23 @@ class BurstLab:
     def burst_log(self) -> str:
         return self.ctl("cat /var/log/clusterctl/burst.log", check=False).stdout
 
+    def explain(self, job: str | None = None, node: str | None = None, lines: int = 40) -> str:
+        """What a failed wait needs to be understood after the lab is gone: the job's and node's Slurm fields, the
+        tail of the burst log, the VMs' errors and last events, and the last RunInstances calls."""
+        parts = []
+        for what, get in (("job", lambda: job and self.job(job)), ("node", lambda: node and self.node(node)),
+                          ("burst.log", lambda: "\n".join(self.burst_log().splitlines()[-lines:]))):
+            try:
+                parts.append(f"{what}: {get()}")
+            except Exception as e:  # one broken source must not hide the others
+                parts.append(f"{what}: ({type(e).__name__}: {e})")
+        if self.vms is not None:
+            parts.append(f"vm errors: {self.vms.errors[-5:]}")
+            parts.append(f"vm events: {self.vms.events[-6:]}")
+        if self.proxy is not None:
+            parts.append(f"RunInstances calls: {self.proxy.calls[-6:]}")
+        return "\n".join(parts)
+
     def instances(self, states=("pending", "running")) -> list[dict]:
         resp = self.ec2.describe_instances(Filters=[{"Name": "tag:clusterctl:cluster", "Values": [self.plan.name]},
                                                     {"Name": "instance-state-name", "Values": list(states)}])
