@@ -1,6 +1,6 @@
 """The vendor GPU stack (nvidia_driver, cuda, nccl) in REAL mode on lab nodes, from the stand-in NVIDIA repository.
 
-Its own lab (cluster `vnd`, subnet 10.219.0.0/24, its own state dir, one compute node). In order:
+Its own lab (cluster `vnd`, subnet 10.220.0.0/24, its own state dir, one compute node). In order:
 - `clusterctl up` of the plain lab; then the stand-in repository (tests/standins/vendor_repo.py) is built and served
   over HTTP on the lab bridge's host address, and `clusterctl up` of the same spec with `mirrors.cuda` pointing at it,
   the same path an air-gapped site's internal mirror takes: vendor_repo adds it signed, and the roles install for real;
@@ -42,7 +42,7 @@ KERNEL_TASKS = ("Kernel headers for the driver's DKMS modules",)
 def _spec_data(mirror_url: str | None = None) -> dict:
     data = example_dict("lab.yaml")
     data["name"] = "vnd"
-    data["lab"]["subnet"] = "10.219.0.0/24"
+    data["lab"]["subnet"] = "10.220.0.0/24"
     data["pools"][0]["count"] = 1
     data["storage"].pop("local_cache", None)  # not what this test is about
     data["monitoring"]["enabled"] = False
