@@ -13,6 +13,8 @@ Sources:
 - NVIDIA: DGX H100/H200 user guide and datasheet: 2x Intel Xeon Platinum 8480C, 56 cores each (224 threads);
   DGX B200 datasheet: 2x Intel Xeon Platinum 8570, 56 cores each; DGX A100 user guide: 2x AMD EPYC 7742, 64 cores each.
   Owned HGX servers of other vendors differ: the spec overrides the layout (pool sockets/cores_per_socket/threads_per_core).
+The AWS cores and threads per core are checked against DescribeInstanceTypes (moto's copy of EC2's data) in
+tests/engines/aws/test_preflight_moto.py; that API has no socket count.
 """
 
 from __future__ import annotations
