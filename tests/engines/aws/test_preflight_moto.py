@@ -14,6 +14,7 @@ import pytest
 from botocore.stub import Stubber
 
 from clusterctl.catalog import INSTANCE_TYPES
+from clusterctl.catalog.cpus import INSTANCE_LAYOUTS
 from clusterctl.engines.aws.preflight import (AwsApi, EfaSupported, ReservationMatches, VcpuQuota, run_preflight)
 from clusterctl.core.findings import Level
 from tests.engines.aws.conftest import REGION
@@ -122,18 +123,16 @@ def test_catalog_eni_layouts_match_aws_instance_type_data(aws):
         assert info["GpuInfo"]["Gpus"][0]["Count"] == it.gpus, name
 
 
-
 def test_catalog_cpu_layouts_match_aws_instance_type_data(aws):
     """Slurm's CoresPerSocket x Sockets and ThreadsPerCore for each instance type against DescribeInstanceTypes'
     DefaultCores and DefaultThreadsPerCore (moto's copy of EC2's data). The socket split is not in that API: it comes
     from the processor (two-socket parts, catalog/cpus.py's sources)."""
-    from clusterctl.catalog.cpus import INSTANCE_LAYOUTS
-
     ec2 = boto3.client("ec2")
     for name, layout in INSTANCE_LAYOUTS.items():
         cpu = ec2.describe_instance_types(InstanceTypes=[name])["InstanceTypes"][0]["VCpuInfo"]
         assert (layout.sockets * layout.cores_per_socket, layout.threads_per_core, layout.cpus) == \
             (cpu["DefaultCores"], cpu["DefaultThreadsPerCore"], cpu["DefaultVCpus"]), name
+
 
 def test_capacity_reservation_api_missing_in_moto_is_a_warning_not_a_pass(aws):
     plan = plan_of(EXAMPLE, lambda d: d["pools"][0].update(market="capacity-block", capacity_reservation_id="cr-0123456789abcdef0",
