@@ -7,9 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import jinja2
 import pytest
 import yaml
 
+from clusterctl.engines.ansible.settings import MITOGEN_SWITCH, strategy_vars
 from tests.conftest import ROOT
 
 PLAYBOOKS = sorted((ROOT / "playbooks").glob("*.yml"))
@@ -75,18 +77,41 @@ def test_site_installs_the_driver_before_the_efa_installer() -> None:
     assert names.index("nvidia_driver") < names.index("efa") < names.index("nccl")
 
 
-def test_plays_whose_hosts_converge_independently_use_the_free_strategy() -> None:
+def strategies(playbook: str, extravars: dict[str, str]) -> dict[str, str]:
+    """Each play's strategy as Ansible resolves it with clusterctl's extra vars (none: a plain ansible-playbook)."""
+    plays = yaml.safe_load((ROOT / "playbooks" / playbook).read_text())
+    return {p["name"]: jinja2.Template(p.get("strategy", "linear")).render(**extravars) for p in plays if "hosts" in p}
+
+
+@pytest.mark.parametrize("mitogen", [False, True], ids=["ansible", "mitogen"])
+def test_plays_whose_hosts_converge_independently_use_the_free_strategy(mitogen: bool, monkeypatch) -> None:
     """free lets a host run ahead of the slowest one; the burst play keeps linear: its run_once task would run on
-    every host under free (Ansible warns and does so)."""
+    every host under free (Ansible warns and does so). With Mitogen on, the same choice on Mitogen's strategies."""
+    monkeypatch.setenv(MITOGEN_SWITCH, "1" if mitogen else "0")
+    extravars = strategy_vars()
+    assert (extravars["clusterctl_free_strategy"] == "mitogen_free") is mitogen
     plays = {p["name"]: p for p in yaml.safe_load((ROOT / "playbooks" / "site.yml").read_text()) if "hosts" in p}
-    free = {name for name, p in plays.items() if p.get("strategy") == "free"}
+    strategy = strategies("site.yml", extravars)
+    free = {name for name, s in strategy.items() if s == extravars["clusterctl_free_strategy"]}
     assert {"Every node", "Compute nodes"} <= free and any(n.startswith("Monitoring") for n in free), free
-    burst = next(p for n, p in plays.items() if n.startswith("Hybrid burst"))
-    assert burst.get("strategy", "linear") == "linear"
+    burst = next(n for n in plays if n.startswith("Hybrid burst"))
+    assert strategy[burst] == extravars["clusterctl_linear_strategy"]
+    assert strategies("site.yml", {})[burst] == "linear" and strategies("site.yml", {})["Every node"] == "free"
     for name in free:
         for role in plays[name]["roles"]:
             tasks = "".join(f.read_text() for f in (ROOT / "playbooks" / "roles" / role).rglob("*.yml"))
             assert "run_once" not in tasks and "delegate_to" not in tasks, (name, role)
+
+
+def test_the_host_key_play_keeps_ansibles_own_ssh_under_mitogen(monkeypatch) -> None:
+    """Mitogen's ssh would put StrictHostKeyChecking=yes ahead of the -F file (refusing a first contact) and word its
+    failures otherwise: the play that checks keys is plain linear, and every playbook that changes hosts imports it
+    first."""
+    monkeypatch.setenv(MITOGEN_SWITCH, "1")
+    assert strategies("hostkeys.yml", strategy_vars()) == {"SSH host keys verified on every host before anything is changed": "linear"}
+    for playbook in ("site.yml", "down.yml", "monitoring.yml"):
+        first = yaml.safe_load((ROOT / "playbooks" / playbook).read_text())[0]
+        assert first.get("import_playbook") == "hostkeys.yml", playbook
 
 
 def _tasks(role: str, kind: str = "tasks") -> list[dict]:
@@ -118,3 +143,13 @@ def test_compute_nodes_are_configless():
     assert handlers.index("Restart slurmctld") < handlers.index("Reconfigure nodes")
     [reconf] = [h for h in _tasks("slurm_controller", "handlers") if h["name"] == "Reconfigure nodes"]
     assert reconf["ansible.builtin.command"] == "scontrol reconfigure"
+
+
+def test_a_part_most_hosts_skip_is_one_include_not_a_guarded_block() -> None:
+    """Ansible evaluates a block's `when` on every task in it, host by host (a worker each): a part that most hosts
+    skip (vendor stack, EFA, mounts, accounting, DCGM) is an include_tasks with the condition, skipped once. Small
+    guarded blocks (up to 3 tasks) stay inline."""
+    for f in sorted((ROOT / "playbooks" / "roles").glob("*/tasks/*.yml")):
+        for task in yaml.safe_load(f.read_text()) or []:
+            if "block" in task and "when" in task:
+                assert len(task["block"]) <= 3, f"{f.relative_to(ROOT)}: {task['name']}"

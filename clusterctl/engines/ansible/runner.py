@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Callable
 
 from clusterctl.engines.ansible.result import RunResult, apply_event
-from clusterctl.engines.ansible.settings import SshOptions, ansible_env
+from clusterctl.engines.ansible.settings import SshOptions, ansible_env, strategy_vars
 from clusterctl.core.errors import ClusterctlError
 from clusterctl.engines.ssh.hostkeys import HostKeyError
 from clusterctl.render import layout
@@ -29,7 +29,6 @@ class PlaybookRun:
     playbook: str = "site.yml"
     extravars: dict = field(default_factory=dict)
     ssh: SshOptions = field(default_factory=SshOptions)
-    fact_cache: Path | None = None
     check: bool = False
     diff: bool = False
     limit: str | None = None
@@ -68,7 +67,6 @@ def run_playbook(run: PlaybookRun, on_event: Callable[[dict], None] | None = Non
         raise AnsibleError(f"no inventory at {inventory}: render the build first")
     private = build / RUNNER_DIR
     private.mkdir(parents=True, exist_ok=True)
-    fact_cache = run.fact_cache or private / "facts"
     hosts = inventory.read_text().count("ansible_user:")
     cmdline = " ".join(x for x in ("--check" if run.check else "", "--diff" if run.diff else "") if x)
     result = RunResult(check=run.check)
@@ -79,14 +77,14 @@ def run_playbook(run: PlaybookRun, on_event: Callable[[dict], None] | None = Non
             on_event(event)
         return False  # do not keep event files: the recap and failures are all we need
 
-    extravars = {"clusterctl_build": str(build), **run.extravars}
+    extravars = {"clusterctl_build": str(build), **strategy_vars(run.fast), **run.extravars}
     try:
         r = ansible_runner.run(
             private_data_dir=str(private),
             playbook=str(playbook),
             inventory=str(inventory),
             extravars=extravars,
-            envvars=_tied_to_us(private, ansible_env(hosts, fact_cache, run.ssh, fast=run.fast)),
+            envvars=_tied_to_us(private, ansible_env(hosts, run.ssh, fast=run.fast)),
             cmdline=cmdline or None,
             limit=run.limit,
             quiet=True,

@@ -1,12 +1,18 @@
 """Environment for ansible-playbook: where things are, SSH options, and the speed settings.
 
-Speed settings: pipelining (one SSH round trip per task instead of put+exec), forks sized to the cluster,
-SSH ControlPersist (one TCP+auth per host for the whole run) and a fact cache (facts gathered once, reused by later
-runs). benchmarks/converge.py measures the lab with them.
+Speed settings: Mitogen's strategies (one Python interpreter per host for the whole run, modules cached there, instead
+of a new interpreter and a module upload per task), pipelining (one SSH round trip per task instead of put+exec) where
+Mitogen is off, forks sized to the cluster and SSH ControlPersist (one TCP+auth per host for the whole run).
+benchmarks/converge.py measures the lab with them.
+
+Facts are gathered once per run (the first play, `min` subset), never taken from an earlier run: a host can change
+kernel or distribution under the same name (a reimage, a driver upgrade's new kernel), and the roles pick packages
+by both.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shlex
 import sys
@@ -26,6 +32,32 @@ def forks_for(hosts: int, cpus: int | None = None) -> int:
     return max(MIN_FORKS, min(hosts, cap))
 
 
+# Set to 0 to run the same playbooks on Ansible's own strategies (a Mitogen bug, or an ansible-core it does not support).
+MITOGEN_SWITCH = "CLUSTERCTL_MITOGEN"
+
+
+def mitogen_strategy_dir() -> Path | None:
+    """Where Mitogen's strategy plugins are, or None when it is not installed or switched off."""
+    if os.environ.get(MITOGEN_SWITCH, "1") == "0":
+        return None
+    spec = importlib.util.find_spec("ansible_mitogen")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations))) / "plugins" / "strategy"
+
+
+def strategy_vars(fast: bool = True) -> dict[str, str]:
+    """The plays' strategies (site.yml names them through these extra vars): Mitogen's where it is on.
+
+    playbooks/hostkeys.yml keeps Ansible's own linear strategy and ssh connection whatever these say: Mitogen's ssh
+    puts StrictHostKeyChecking=yes ahead of the -F file, which would refuse a host's first contact (accept-new)."""
+    mitogen = fast and mitogen_strategy_dir() is not None
+    return {
+        "clusterctl_free_strategy": "mitogen_free" if mitogen else "free",
+        "clusterctl_linear_strategy": "mitogen_linear" if mitogen else "linear",
+    }
+
+
 @dataclass(frozen=True)
 class SshOptions:
     private_key: Path | None = None
@@ -37,7 +69,7 @@ class SshOptions:
         return ["-F", str(self.config)] if self.config else []
 
 
-def ansible_env(hosts: int, fact_cache: Path, ssh: SshOptions, fast: bool = True) -> dict[str, str]:
+def ansible_env(hosts: int, ssh: SshOptions, fast: bool = True) -> dict[str, str]:
     ssh_args = ["-o", "ControlMaster=auto", "-o", "ControlPersist=120s"] if fast else ["-o", "ControlMaster=no"]
     # Host key options live in the -F file, not here: Ansible puts these args first and ssh keeps the first value
     # of an option, so an -o here would override the spec's pinned known_hosts_file (in ssh_common_args).
@@ -57,16 +89,10 @@ def ansible_env(hosts: int, fact_cache: Path, ssh: SshOptions, fast: bool = True
     if ssh.private_key:
         env["ANSIBLE_PRIVATE_KEY_FILE"] = str(ssh.private_key)
     if fast:
-        env.update(
-            {
-                "ANSIBLE_PIPELINING": "True",
-                "ANSIBLE_FORKS": str(forks_for(hosts)),
-                "ANSIBLE_GATHERING": "smart",
-                "ANSIBLE_CACHE_PLUGIN": "jsonfile",
-                "ANSIBLE_CACHE_PLUGIN_CONNECTION": str(fact_cache),
-                "ANSIBLE_CACHE_PLUGIN_TIMEOUT": "86400",
-            }
-        )
+        env.update({"ANSIBLE_PIPELINING": "True", "ANSIBLE_FORKS": str(forks_for(hosts)), "ANSIBLE_GATHERING": "smart"})
+        strategies = mitogen_strategy_dir()
+        if strategies is not None:
+            env["ANSIBLE_STRATEGY_PLUGINS"] = str(strategies)
     else:
         env.update({"ANSIBLE_PIPELINING": "False", "ANSIBLE_FORKS": "5", "ANSIBLE_GATHERING": "implicit"})
     return env

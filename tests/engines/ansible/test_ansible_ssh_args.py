@@ -25,7 +25,7 @@ def ansible_ssh_commands(tmp_path: Path, fast: bool) -> dict[str, list[str]]:
     hosts[PINNED]["ansible_ssh_common_args"] = common_args_string(SshTarget(known_hosts_file="/pinned/kh"))
     inventory = tmp_path / "inventory.json"
     inventory.write_text(json.dumps({"all": {"hosts": hosts}}))
-    env = {**os.environ, **ansible_env(3, tmp_path / "facts", SshOptions(known_hosts=known, config=config), fast=fast)}
+    env = {**os.environ, **ansible_env(3, SshOptions(known_hosts=known, config=config), fast=fast)}
     r = subprocess.run([str(Path(sys.executable).parent / "ansible"), "all", "-i", str(inventory), "-m", "raw",
                         "-a", "true", "-vvv"], capture_output=True, text=True, env=env, timeout=120)
     out = {}
@@ -47,7 +47,7 @@ def test_host_key_checking_is_never_turned_off():
 
     for ssh in (SshOptions(), SshOptions(known_hosts=Path("/k"), config=Path("/c"))):
         for fast in (True, False):
-            env = env_of(1, Path("/f"), ssh, fast=fast)
+            env = env_of(1, ssh, fast=fast)
             assert env["ANSIBLE_HOST_KEY_CHECKING"] == "True"
             assert "StrictHostKeyChecking" not in env["ANSIBLE_SSH_ARGS"]
 
