@@ -153,3 +153,35 @@ def test_a_part_most_hosts_skip_is_one_include_not_a_guarded_block() -> None:
         for task in yaml.safe_load(f.read_text()) or []:
             if "block" in task and "when" in task:
                 assert len(task["block"]) <= 3, f"{f.relative_to(ROOT)}: {task['name']}"
+
+
+def _apt_tasks(tasks: list) -> list[dict]:
+    out = []
+    for task in tasks or []:
+        out += _apt_tasks(task.get("block", [])) if "block" in task else []
+        if "ansible.builtin.apt" in task and task["ansible.builtin.apt"].get("name"):
+            out.append(task)
+    return out
+
+
+def test_unpinned_package_tasks_run_apt_only_when_a_package_is_missing() -> None:
+    """A no-op converge skips apt (a second of CPU per task per node) for distro packages dpkg already has; pinned
+    or templated names (driver, CUDA, NCCL, Lustre: apt compares versions) and vendor packages that check mode
+    cannot see yet (failed_when) always go through apt."""
+    common = yaml.safe_load((ROOT / "playbooks" / "roles" / "common" / "tasks" / "main.yml").read_text())
+    names = [t["name"] for t in common]
+    first_apt = min(names.index(t["name"]) for t in _apt_tasks(common) if t["ansible.builtin.apt"].get("name"))
+    assert names.index("Remember them for the other roles") < first_apt
+    gated = 0
+    for f in sorted((ROOT / "playbooks" / "roles").glob("*/tasks/*.yml")):
+        for task in _apt_tasks(yaml.safe_load(f.read_text())):
+            literal = task.get("vars", {}).get("_packages")
+            if literal is None:
+                name = task["ansible.builtin.apt"]["name"]
+                templated = "{{" in str(name) or "=" in str(name)
+                assert templated or "failed_when" in task, f"{f.relative_to(ROOT)}: {task['name']} is not gated"
+                continue
+            assert task["ansible.builtin.apt"]["name"] == "{{ _packages }}"
+            assert "_packages | difference(clusterctl_installed_packages | default([])) | length > 0" in task["when"]
+            gated += 1
+    assert gated >= 10
