@@ -11,7 +11,7 @@ import jinja2
 import pytest
 import yaml
 
-from clusterctl.engines.ansible.settings import MITOGEN_SWITCH, strategy_vars
+from clusterctl.engines.ansible.settings import MITOGEN_SWITCH, mitogen_strategy_dir, strategy_vars
 from tests.conftest import ROOT
 
 PLAYBOOKS = sorted((ROOT / "playbooks").glob("*.yml"))
@@ -88,7 +88,7 @@ def test_plays_whose_hosts_converge_independently_use_the_free_strategy(mitogen:
     """free lets a host run ahead of the slowest one; the burst play keeps linear: its run_once task would run on
     every host under free (Ansible warns and does so). With Mitogen on, the same choice on Mitogen's strategies."""
     monkeypatch.setenv(MITOGEN_SWITCH, "1" if mitogen else "0")
-    extravars = strategy_vars()
+    extravars = strategy_vars(mitogen_strategy_dir())
     assert (extravars["clusterctl_free_strategy"] == "mitogen_free") is mitogen
     plays = {p["name"]: p for p in yaml.safe_load((ROOT / "playbooks" / "site.yml").read_text()) if "hosts" in p}
     strategy = strategies("site.yml", extravars)
@@ -108,7 +108,7 @@ def test_the_host_key_play_keeps_ansibles_own_ssh_under_mitogen(monkeypatch) -> 
     failures otherwise: the play that checks keys is plain linear, and every playbook that changes hosts imports it
     first."""
     monkeypatch.setenv(MITOGEN_SWITCH, "1")
-    assert strategies("hostkeys.yml", strategy_vars()) == {"SSH host keys verified on every host before anything is changed": "linear"}
+    assert strategies("hostkeys.yml", strategy_vars(mitogen_strategy_dir())) == {"SSH host keys verified on every host before anything is changed": "linear"}
     for playbook in ("site.yml", "down.yml", "monitoring.yml"):
         first = yaml.safe_load((ROOT / "playbooks" / playbook).read_text())[0]
         assert first.get("import_playbook") == "hostkeys.yml", playbook

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Callable
 
 from clusterctl.engines.ansible.result import RunResult, apply_event
-from clusterctl.engines.ansible.settings import SshOptions, ansible_env, strategy_vars
+from clusterctl.engines.ansible.settings import SshOptions, ansible_env, mitogen_strategy_dir, strategy_vars
 from clusterctl.core.errors import ClusterctlError
 from clusterctl.engines.ssh.hostkeys import HostKeyError
 from clusterctl.render import layout
@@ -77,14 +77,15 @@ def run_playbook(run: PlaybookRun, on_event: Callable[[dict], None] | None = Non
             on_event(event)
         return False  # do not keep event files: the recap and failures are all we need
 
-    extravars = {"clusterctl_build": str(build), **strategy_vars(run.fast), **run.extravars}
+    mitogen = mitogen_strategy_dir() if run.fast else None  # the slow path is Ansible's own, end to end
+    extravars = {"clusterctl_build": str(build), **strategy_vars(mitogen), **run.extravars}
     try:
         r = ansible_runner.run(
             private_data_dir=str(private),
             playbook=str(playbook),
             inventory=str(inventory),
             extravars=extravars,
-            envvars=_tied_to_us(private, ansible_env(hosts, run.ssh, fast=run.fast)),
+            envvars=_tied_to_us(private, ansible_env(hosts, run.ssh, fast=run.fast, mitogen=mitogen)),
             cmdline=cmdline or None,
             limit=run.limit,
             quiet=True,

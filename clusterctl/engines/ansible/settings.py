@@ -46,12 +46,12 @@ def mitogen_strategy_dir() -> Path | None:
     return Path(next(iter(spec.submodule_search_locations))) / "plugins" / "strategy"
 
 
-def strategy_vars(fast: bool = True) -> dict[str, str]:
-    """The plays' strategies (site.yml names them through these extra vars): Mitogen's where it is on.
+def strategy_vars(mitogen: Path | None) -> dict[str, str]:
+    """The plays' strategies (site.yml names them through these extra vars): Mitogen's where `mitogen` (its strategy
+    plugins, from mitogen_strategy_dir, decided once per run with ansible_env's) is given.
 
     playbooks/hostkeys.yml keeps Ansible's own linear strategy and ssh connection whatever these say: Mitogen's ssh
     puts StrictHostKeyChecking=yes ahead of the -F file, which would refuse a host's first contact (accept-new)."""
-    mitogen = fast and mitogen_strategy_dir() is not None
     return {
         "clusterctl_free_strategy": "mitogen_free" if mitogen else "free",
         "clusterctl_linear_strategy": "mitogen_linear" if mitogen else "linear",
@@ -69,7 +69,8 @@ class SshOptions:
         return ["-F", str(self.config)] if self.config else []
 
 
-def ansible_env(hosts: int, ssh: SshOptions, fast: bool = True) -> dict[str, str]:
+def ansible_env(hosts: int, ssh: SshOptions, fast: bool = True, mitogen: Path | None = None) -> dict[str, str]:
+    """Ansible's settings for a run; `mitogen`: Mitogen's strategy plugins (None: Ansible's own strategies)."""
     ssh_args = ["-o", "ControlMaster=auto", "-o", "ControlPersist=120s"] if fast else ["-o", "ControlMaster=no"]
     # Host key options live in the -F file, not here: Ansible puts these args first and ssh keeps the first value
     # of an option, so an -o here would override the spec's pinned known_hosts_file (in ssh_common_args).
@@ -90,9 +91,8 @@ def ansible_env(hosts: int, ssh: SshOptions, fast: bool = True) -> dict[str, str
         env["ANSIBLE_PRIVATE_KEY_FILE"] = str(ssh.private_key)
     if fast:
         env.update({"ANSIBLE_PIPELINING": "True", "ANSIBLE_FORKS": str(forks_for(hosts)), "ANSIBLE_GATHERING": "smart"})
-        strategies = mitogen_strategy_dir()
-        if strategies is not None:
-            env["ANSIBLE_STRATEGY_PLUGINS"] = str(strategies)
+        if mitogen is not None:
+            env["ANSIBLE_STRATEGY_PLUGINS"] = str(mitogen)
     else:
         env.update({"ANSIBLE_PIPELINING": "False", "ANSIBLE_FORKS": "5", "ANSIBLE_GATHERING": "implicit"})
     return env

@@ -1,7 +1,6 @@
 """Ansible's speed settings: forks grow with the cluster, bounded by the cores of the machine running Ansible; Mitogen's
 strategies unless switched off."""
 
-from pathlib import Path
 
 from clusterctl.engines.ansible.settings import (
     FORKS_PER_CPU,
@@ -10,6 +9,7 @@ from clusterctl.engines.ansible.settings import (
     SshOptions,
     ansible_env,
     forks_for,
+    mitogen_strategy_dir,
     strategy_vars,
 )
 
@@ -29,11 +29,11 @@ def test_fast_environment_uses_them():
 
 def test_mitogen_strategies_are_on_by_default_and_off_with_the_switch_or_the_slow_path(monkeypatch):
     monkeypatch.delenv(MITOGEN_SWITCH, raising=False)
-    plugins = Path(ansible_env(3, SshOptions())["ANSIBLE_STRATEGY_PLUGINS"])
-    assert (plugins / "mitogen_free.py").is_file() and (plugins / "mitogen_linear.py").is_file()
-    assert strategy_vars() == {"clusterctl_free_strategy": "mitogen_free", "clusterctl_linear_strategy": "mitogen_linear"}
-    assert "ANSIBLE_STRATEGY_PLUGINS" not in ansible_env(3, SshOptions(), fast=False)
-    assert strategy_vars(fast=False) == {"clusterctl_free_strategy": "free", "clusterctl_linear_strategy": "linear"}
+    plugins = mitogen_strategy_dir()
+    assert plugins is not None and (plugins / "mitogen_free.py").is_file() and (plugins / "mitogen_linear.py").is_file()
+    assert ansible_env(3, SshOptions(), mitogen=plugins)["ANSIBLE_STRATEGY_PLUGINS"] == str(plugins)
+    assert strategy_vars(plugins) == {"clusterctl_free_strategy": "mitogen_free", "clusterctl_linear_strategy": "mitogen_linear"}
+    assert "ANSIBLE_STRATEGY_PLUGINS" not in ansible_env(3, SshOptions(), fast=False, mitogen=plugins)
+    assert strategy_vars(None) == {"clusterctl_free_strategy": "free", "clusterctl_linear_strategy": "linear"}
     monkeypatch.setenv(MITOGEN_SWITCH, "0")
-    assert "ANSIBLE_STRATEGY_PLUGINS" not in ansible_env(3, SshOptions())
-    assert strategy_vars()["clusterctl_free_strategy"] == "free"
+    assert mitogen_strategy_dir() is None
