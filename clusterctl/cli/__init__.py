@@ -388,7 +388,9 @@ def apply(
         sys.stdout.write(json.dumps({**up_report.to_dict(plan, access), "policy": report.policy}, indent=2) + "\n")
     else:
         for b in up_report.batches:
-            out.print(escape(f"batch {', '.join(b['nodes'])}: {b['why']}") + (f" [red]{escape(b['error'])}[/]" if b.get("error") else ""))
+            health = "; ".join(f"{n} {v}" for n, v in b.get("health", {}).items())
+            out.print(escape(f"batch {', '.join(b['nodes'])}: {b['why']}") + (f" [red]{escape(b['error'])}[/]" if b.get("error") else "")
+                      + (escape(f" (health check: {health})") if health else ""))
         print_summary(out, up_report, plan, access)
     raise typer.Exit(0 if up_report.ok else 1)
 

@@ -69,6 +69,7 @@ def _pool_plan(spec: ClusterSpec, pool: Pool, nodes: list[Node], all_mounts: tup
                cache: LocalCache | None) -> PoolPlan:
     fab, _ = eff.fabric(spec, pool)
     nccl = nccl_env(spec, pool)
+    repos = vendor.repos(spec, pool)
     return PoolPlan(
         name=pool.name,
         provider=pool.provider,
@@ -81,7 +82,7 @@ def _pool_plan(spec: ClusterSpec, pool: Pool, nodes: list[Node], all_mounts: tup
         rail_optimized=fab.rail_optimized,
         nccl_env=nccl.env,
         nccl_notes=nccl.notes,
-        health=health(spec, pool, all_mounts, cache),
+        health=health(spec, pool, all_mounts, cache, repos),
         gpu_cores=layout.gpu_cores(eff.gpus_per_node(pool)) if (layout := eff.cpu_layout(pool)) else (),
         elastic=isinstance(pool, AwsPool) and pool.elastic,
         instance_type=pool.instance_type if isinstance(pool, AwsPool) else None,
@@ -94,5 +95,5 @@ def _pool_plan(spec: ClusterSpec, pool: Pool, nodes: list[Node], all_mounts: tup
         max_count=eff.max_nodes(pool),
         ami=pool.ami if isinstance(pool, AwsPool) else None,
         os=pool.os,
-        repos=vendor.repos(spec, pool),
+        repos=repos,
     )

@@ -97,6 +97,7 @@ class Health:
     nvlinks: int = 0
     fabric_manager: bool = False
     cache_mount: str | None = None
+    driver: str | None = None  # the NVIDIA driver nvidia-smi must report where clusterctl installs it; None: not judged
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,7 @@
 """Rolling changes: a change whose policy is `drain` is applied batch by batch. Each batch is drained (its jobs
-finish), converged and resumed before the next is touched, so never more than one batch is out of service.
+finish), converged, passes the node health check (the program slurmd runs, in --dry-run) and is resumed before the
+next is touched, so never more than one batch is out of service. A batch that fails its converge or its health check
+stays drained and the rollout stops there: the rest of the cluster keeps running the old configuration.
 The controller goes first (it only reloads); nodes the change does not touch are converged live at the end."""
 
 from __future__ import annotations
@@ -104,6 +106,12 @@ class Rollout:
                 return stop(entry)
             if not run(",".join(batch), f"batch {i + 1}: {hostlist.compress(batch)}").ok:
                 return merge(results), timeline  # the batch stays drained: fix and apply again
+            entry["health"] = self._health(access, plan, batch)
+            unhealthy = {n: why for n, why in entry["health"].items() if why != "OK"}
+            if unhealthy:
+                results.append(RunResult(status="failed", failures=[
+                    Failure(n, "health check", f"{why}; left drained, the rollout stopped") for n, why in unhealthy.items()]))
+                return merge(results), timeline
             ctl.run(f"scontrol update nodename={hostlist.compress(batch)} state=resume", timeout=60)
             entry["resumed_at"] = time.time()
             done.update(batch)
@@ -111,6 +119,19 @@ class Rollout:
         if rest:
             run(",".join(rest), "remaining nodes (live)")
         return merge(results), timeline
+
+    def _health(self, access: Access, plan: ClusterPlan, batch: list[str]) -> dict[str, str]:
+        """{node: "OK" or the health check's verdict} for a converged batch, before it takes jobs again."""
+        by_name = {n.name: n for n in plan.nodes}
+        out = {}
+        for name in batch:
+            try:
+                r = access.remote(by_name[name]).run(f"{layout.HEALTH_PROGRAM} --dry-run", timeout=120, check=False)
+                lines = [ln for ln in r.stdout.splitlines() if ln.startswith(("OK ", "FAIL "))]
+                out[name] = "OK" if r.returncode == 0 else (lines[-1] if lines else (r.stderr or r.stdout).strip()[-300:])
+            except Exception as e:  # no answer is not healthy
+                out[name] = f"health check did not run: {e}"
+        return out
 
     def _drain(self, ctl: Remote, nodes: list[str], plan: ClusterPlan, timeline: list[dict], why: str) -> dict:
         hl = hostlist.compress(nodes)

@@ -42,6 +42,8 @@ def health_file(plan: ClusterPlan, pool: PoolPlan, path: str) -> str:
         f"EXPECTED_IB_PORTS={0 if h.rails else h.ib_ports}",
         f"EXPECTED_EFA_DEVICES={h.efa_devices}",
         f"REQUIRED_MOUNTS={q(' '.join(h.mounts))}",
+        "# The NVIDIA driver nvidia-smi must report (empty: not judged, clusterctl does not install it here).",
+        f"DRIVER_VERSION={h.driver or ''}",
     ]
     if h.rails:
         lines += ["# Compute rails by name (device:port:Gb/s): each must be ACTIVE at its rate; other ports never count.",

@@ -3,6 +3,7 @@
 import pytest
 
 from clusterctl.ops.apply import PolicyRefused, StalePlan, check_fresh, check_policy
+from clusterctl.core import hostlist
 from clusterctl.ops.rolling import affected_nodes, batches
 from clusterctl.compile import compile_plan
 from clusterctl.diff import build_report
@@ -92,3 +93,65 @@ def test_a_plan_without_a_preview_leaves_it_to_the_confirmation():
     confirm = lambda p: True  # noqa: E731
     assert reviewed_cloud({"cloud": {"checked": False, "reason": "no pulumi CLI"}}, confirm) is confirm
     assert reviewed_cloud(None, confirm) is confirm
+
+
+class _Node:
+    """What Rollout runs on one host, recorded; the controller answers sinfo with every asked node drained."""
+
+    def __init__(self, name, log, health_rc=0, health_out=""):
+        self.name, self.log, self.health = name, log, (health_rc, health_out)
+
+    def run(self, command, timeout=120, check=True):
+        import subprocess
+
+        self.log.append((self.name, command))
+        if command.startswith("sinfo"):
+            nodes = command.split("-n ")[1].strip("'")
+            return subprocess.CompletedProcess(command, 0, "".join(f"{n} drained\n" for n in hostlist.expand(nodes)), "")
+        if "clusterctl-healthcheck" in command:
+            return subprocess.CompletedProcess(command, self.health[0], self.health[1], "")
+        return subprocess.CompletedProcess(command, 0, "", "")
+
+
+def _rollout(monkeypatch, unhealthy):
+    """A driver change on the lab (2 GPU nodes, batches of 1) rolled out against recorded hosts; `unhealthy`: {node:
+    the health check's FAIL line}."""
+    from clusterctl.engines.ansible.result import RunResult
+    from clusterctl.ops import up
+    from clusterctl.ops.rolling import Rollout
+
+    report, plan = _report(lambda d: d.setdefault("software", {}).update(nvidia_driver="575.57.08"))
+    assert report.policy == "drain"
+    log, converged = [], []
+    monkeypatch.setattr(up, "converge", lambda build, access, key, console, quiet, fast=True, title="", limit=None:
+                        converged.append(limit) or RunResult(status="successful"))
+
+    class Access:
+        def remote(self, node):
+            fail = unhealthy.get(node.name)
+            return _Node(node.name, log, 1 if fail else 0, f"{fail}\n" if fail else f"OK {node.name}\n")
+
+    result, timeline = Rollout(report, console=None, quiet=True)(plan, None, Access(), None)
+    return result, timeline, log, converged
+
+
+def test_each_batch_passes_the_health_check_before_it_is_resumed(monkeypatch):
+    result, timeline, log, converged = _rollout(monkeypatch, {})
+    assert result.ok and converged == ["lab-ctl", "gpu001", "gpu002"]
+    assert [t["health"] for t in timeline] == [{"gpu001": "OK"}, {"gpu002": "OK"}]
+    ctl = [c for host, c in log if host == "lab-ctl" and c.startswith("scontrol")]
+    assert [c.split()[2:4] for c in ctl] == [["nodename=gpu001", "state=drain"], ["nodename=gpu001", "state=resume"],
+                                              ["nodename=gpu002", "state=drain"], ["nodename=gpu002", "state=resume"]]
+    health = [i for i, (h, c) in enumerate(log) if h == "gpu001" and "healthcheck --dry-run" in c]
+    resume = [i for i, (h, c) in enumerate(log) if "nodename=gpu001 state=resume" in c]
+    assert health and resume and health[0] < resume[0]
+
+
+def test_a_batch_failing_its_health_check_stays_drained_and_the_rollout_stops(monkeypatch):
+    why = "FAIL gpu001: clusterctl-health: driver 570.172.08 loaded, expected 575.57.08"
+    result, timeline, log, converged = _rollout(monkeypatch, {"gpu001": why})
+    assert not result.ok and converged == ["lab-ctl", "gpu001"]  # gpu002 never touched
+    assert [(f.host, f.task) for f in result.failures] == [("gpu001", "health check")]
+    assert why in result.failures[0].message and "left drained" in result.failures[0].message
+    assert not any("state=resume" in c for _, c in log)
+    assert not any("gpu002" in c for _, c in log)

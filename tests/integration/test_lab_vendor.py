@@ -1,6 +1,6 @@
 """The vendor GPU stack (nvidia_driver, cuda, nccl) in REAL mode on lab nodes, from the stand-in NVIDIA repository.
 
-Its own lab (cluster `vnd`, subnet 10.220.0.0/24, its own state dir, one compute node). In order:
+Its own lab (cluster `vnd`, subnet 10.220.0.0/24, its own state dir, two compute nodes). In order:
 - `clusterctl up` of the plain lab; then the stand-in repository (tests/standins/vendor_repo.py) is built and served
   over HTTP on the lab bridge's host address, and `clusterctl up` of the same spec with `mirrors.cuda` pointing at it,
   the same path an air-gapped site's internal mirror takes: vendor_repo adds it signed, and the roles install for real;
@@ -9,13 +9,18 @@ Its own lab (cluster `vnd`, subnet 10.220.0.0/24, its own state dir, one compute
 - the repository offers a newer 570 driver (570.211.01, no Fabric Manager of its version) and a newer NCCL: apt's
   candidate is the newer driver, yet neither is installed, and an `apt-get upgrade` would not take it (held);
 - a second converge changes nothing, and the tasks that need a kernel of the node's own were skipped by the named
-  condition clusterctl_own_kernel (site.yml), not run.
+  condition clusterctl_own_kernel (site.yml), not run;
+- last, the driver upgrade as a day-2 operation: with a user's job running on gpu002, `plan` of the 575 branch says
+  `drain` and `apply` rolls it out one node at a time: gpu001 drained, upgraded (driver, Fabric Manager and NSCQ
+  together), health-checked and resumed while the job runs on; gpu002 drained only once the job has finished (never
+  killed), then upgraded the same way. Every node ends on 575.57.08, held, with no 570 package left.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import time
 
 import pytest
 
@@ -33,22 +38,29 @@ pytestmark = [
     needs_root("lab nodes: network namespaces, systemd-nspawn"),
 ]
 
-DRIVER = "570.172.08"
-DRIVER_PKGS = ("nvidia-open-570", "nvidia-persistenced", "nvidia-fabricmanager-570", "libnvidia-nscq-570")
+DRIVER, NEW_DRIVER = "570.172.08", "575.57.08"
+
+
+def driver_packages(version: str) -> tuple[str, ...]:
+    branch = version.split(".")[0]
+    return (f"nvidia-open-{branch}", "nvidia-persistenced", f"nvidia-fabricmanager-{branch}", f"libnvidia-nscq-{branch}")
+
+
+DRIVER_PKGS = driver_packages(DRIVER)
 # Tasks that cannot run in a container, each skipped by clusterctl_own_kernel (the lab node shares the host's kernel).
 KERNEL_TASKS = ("Kernel headers for the driver's DKMS modules",)
 
 
-def _spec_data(mirror_url: str | None = None) -> dict:
+def _spec_data(mirror_url: str | None = None, driver: str = DRIVER) -> dict:
     data = example_dict("lab.yaml")
     data["name"] = "vnd"
     data["lab"]["subnet"] = "10.220.0.0/24"
-    data["pools"][0]["count"] = 1
+    data["pools"][0]["count"] = 2
     data["storage"].pop("local_cache", None)  # not what this test is about
     data["monitoring"]["enabled"] = False
     data["scheduler"]["slurm"]["accounting"]["enabled"] = False
     data["scheduler"]["slurm"].pop("accounts", None)
-    data.setdefault("software", {})["nvidia_driver"] = DRIVER
+    data.setdefault("software", {})["nvidia_driver"] = driver
     if mirror_url:
         data["mirrors"] = {"cuda": {"url": mirror_url, "key_url": f"{mirror_url}/{vr.REPO_PATH}/{vr.KEY_FILE}"}}
     return data
@@ -86,11 +98,11 @@ def lab(env):
         plan = compile_plan(spec)
         state = ClusterState(spec.name, root=d / "state")
         access = access_for(plan, state, lambda m: None)
-        yield plan, access, state, report
+        yield plan, access, state, report, url
 
 
 def on(lab, node, command, check=True):
-    plan, access, _, _ = lab
+    plan, access = lab[0], lab[1]
     target = next(n for n in plan.all_nodes if n.name == node)
     return access.remote(target).run(command, timeout=120, check=check)
 
@@ -140,7 +152,7 @@ def test_a_newer_driver_without_its_fabric_manager_is_not_installed(lab):
 
 
 def test_second_run_changes_nothing_and_skips_kernel_tasks_by_name(lab):
-    plan, access, state, _ = lab
+    plan, access, state = lab[:3]
     skipped: dict[str, set[str]] = {}
 
     def record(event):
@@ -151,8 +163,49 @@ def test_second_run_changes_nothing_and_skips_kernel_tasks_by_name(lab):
     result = run_playbook(PlaybookRun(build_dir=state.dir / "build", extravars=playbook_vars(ensure_munge_key(state)),
                                       ssh=access.ssh), record)
     assert result.ok, result.failures
-    assert {h: r["changed"] for h, r in result.recap.items()} == {"vnd-ctl": 0, "gpu001": 0}, result.changes
+    assert {h: r["changed"] for h, r in result.recap.items()} == {"vnd-ctl": 0, "gpu001": 0, "gpu002": 0}, result.changes
     for task in KERNEL_TASKS:
         assert task in skipped.get("gpu001", set()), (task, sorted(skipped.get("gpu001", set())))
     assert "Fabric Manager" not in skipped.get("gpu001", set())
     assert installed(lab, "gpu001", "nvidia-open-570") == {"nvidia-open-570": f"{DRIVER}-1"}
+
+
+def test_driver_upgrade_rolls_node_by_node_around_a_running_job(env, lab):
+    e, d, _ = env
+    url = lab[4]
+    upgraded = d / "vnd-575.yaml"
+    upgraded.write_text(to_yaml(_spec_data(url, driver=NEW_DRIVER)))
+    r = clusterctl("plan", upgraded, "--out", d / "upgrade.json", "--output", "json", env=e, check=False)
+    assert r.returncode == 2 and json.loads(r.stdout)["policy"] == "drain", r.stdout[-2000:]
+    # A user's job on batch 2's node, long enough to outlast batch 1's upgrade; it records when it really ended.
+    job = on(lab, "vnd-ctl", "sudo -u alice sbatch --parsable -w gpu002 -N1 -o /dev/null "
+                             "--wrap 'sleep 90; date +%s.%N > /tmp/upgrade-job.end'").stdout.strip()
+    for _ in range(60):
+        if "JobState=RUNNING" in on(lab, "vnd-ctl", f"scontrol -o show job {job}").stdout:
+            break
+        time.sleep(1)
+    else:
+        pytest.fail(on(lab, "vnd-ctl", f"scontrol -o show job {job}").stdout)
+    r = clusterctl("apply", upgraded, "--plan", d / "upgrade.json", "--output", "json", env=e, check=False)
+    report = json.loads(r.stdout)
+    assert report["ok"], report.get("error") or report["converge"]["failures"]
+    first, second = report["batches"]
+    assert (first["nodes"], second["nodes"]) == (["gpu001"], ["gpu002"])
+    assert first["health"] == {"gpu001": "OK"} and second["health"] == {"gpu002": "OK"}, (first, second)
+    job_state = on(lab, "vnd-ctl", f"scontrol -o show job {job}").stdout
+    assert "JobState=COMPLETED" in job_state and "ExitCode=0:0" in job_state, job_state  # never killed
+    job_end = float(on(lab, "gpu002", "cat /tmp/upgrade-job.end").stdout)
+    # gpu001 was out of service and back while the job ran; gpu002 was drained only after it ended.
+    assert first["drained_at"] < first["resumed_at"] < job_end <= second["drained_at"], (first, second, job_end)
+    new_pkgs = driver_packages(NEW_DRIVER)
+    for node in ("gpu001", "gpu002"):
+        smi = on(lab, node, "nvidia-smi --query-gpu=driver_version --format=csv,noheader").stdout.split()
+        assert smi == [NEW_DRIVER] * 8, (node, smi)
+        assert installed(lab, node, *new_pkgs) == {p: f"{NEW_DRIVER}-1" for p in new_pkgs}, node
+        assert installed(lab, node, *DRIVER_PKGS[:1], *DRIVER_PKGS[2:]) == {}, node  # the 570 branch is gone
+        held = set(on(lab, node, "apt-mark showhold").stdout.split())
+        assert held == set(new_pkgs), (node, held)  # the pins moved together
+        r = on(lab, node, "systemctl is-active nvidia-persistenced nvidia-fabricmanager", check=False)
+        assert r.stdout.split() == ["active", "active"], (node, r.stdout)
+    states = on(lab, "vnd-ctl", "sinfo -h -N -o '%N %T'").stdout.split()
+    assert "drain" not in " ".join(states) and "drained" not in states, states

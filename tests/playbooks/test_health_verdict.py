@@ -296,3 +296,27 @@ def test_dcgm_prolog_rendered_only_when_asked():
     assert "Prolog=" not in render_spec(spec_of(example))[1]["slurm/slurm.conf"].replace("TaskProlog=", "")
     conf = render_spec(spec_of(example, lambda d: d["scheduler"]["slurm"].update(dcgm_prolog=True)))[1]["slurm/slurm.conf"]
     assert "\nProlog=/etc/slurm/clusterctl-prolog\nPrologFlags=Alloc\n" in conf
+
+
+def test_the_driver_is_read_from_nvidia_smi_q_and_must_be_the_spec_s(hc):
+    q = fx("h200-580/nvidia-smi-q.txt")
+    assert hc.smi_drivers(q, None) == ["580.159.04"]  # the -q header (one line per system)
+    conf = {"EXPECTED_GPUS": "8", "DRIVER_VERSION": "580.159.04"}
+    assert not [d for d in judge(hc, conf, smi=q, drivers=hc.smi_drivers(q, None))[0] if "driver" in d]
+    drains = judge(hc, {**conf, "DRIVER_VERSION": "575.57.08"}, smi=q, drivers=hc.smi_drivers(q, None))[0]
+    assert "driver 580.159.04 loaded, expected 575.57.08" in drains, drains
+
+
+def test_the_driver_from_the_query_form_when_q_does_not_answer(hc):
+    # Lab nodes given the stand-in repository: the stand-in nvidia-smi answers --query-gpu, not -q; devices count.
+    conf = {"EXPECTED_GPUS": "2", "GPU_SOURCE": "devices", "DRIVER_VERSION": "575.57.08"}
+    drivers = hc.smi_drivers(None, "570.172.08\n570.172.08\n")
+    assert judge(hc, conf, smi=None, devices=2, drivers=drivers)[0] == ["driver 570.172.08 loaded, expected 575.57.08"]
+    assert judge(hc, conf, smi=None, devices=2, drivers=hc.smi_drivers(None, "575.57.08\n575.57.08\n"))[0] == []
+    assert judge(hc, conf, smi=None, devices=2, drivers=None)[0] == ["no NVIDIA driver answers (expected 575.57.08)"]
+
+
+def test_no_driver_expectation_no_driver_verdict(hc):
+    # DRIVER_VERSION empty: clusterctl does not install the driver there (a lab node without a CUDA mirror).
+    conf = {"EXPECTED_GPUS": "2", "GPU_SOURCE": "devices", "DRIVER_VERSION": ""}
+    assert judge(hc, conf, smi=None, devices=2, drivers=None)[0] == []

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from clusterctl.render import layout
 from clusterctl.render.ansible import controller_vars, pool_vars, render_ansible
+from clusterctl.render.node_files import render_node_files
 from clusterctl.render.yamlout import UNSAFE_TAG, load_ansible_yaml
 from tests.helpers import plan_of
 
@@ -63,3 +64,18 @@ def test_repository_strings_are_written_unsafe():
     assert f"url: {UNSAFE_TAG} {ART}/nvidia-cuda/ubuntu2204/x86_64/" in text.replace("'", "")
     data = load_ansible_yaml(text)
     assert data["clusterctl_repos"][0]["keyring"] == "clusterctl-cuda"
+
+
+def test_health_check_judges_the_driver_where_clusterctl_installs_it():
+    # Real hosts (on-prem, AWS): nvidia-smi must report the spec's driver; lab nodes only with a CUDA mirror.
+    for source in (ONPREM, AWS):
+        plan = plan_of(source)
+        pool = next(p for p in plan.pools if p.gpus_per_node)
+        assert pool.health.driver == plan.software["nvidia_driver"]
+        conf = render_node_files(plan)[layout.HEALTH_CONF.format(pool=pool.name)]
+        assert f"\nDRIVER_VERSION={plan.software['nvidia_driver']}\n" in conf
+    plan = plan_of(LAB)
+    assert all(p.health.driver is None for p in plan.pools)
+    stand_in = "http://10.213.0.1:8080/nvidia"
+    plan = plan_of(LAB, lambda d: d.update(mirrors={"cuda": {"url": stand_in, "key_url": stand_in + "/key.asc"}}))
+    assert {p.health.driver for p in plan.pools if p.gpus_per_node} == {plan.software["nvidia_driver"]}

@@ -51,6 +51,8 @@ class Deb:
     version: str
     description: str
     depends: tuple[str, ...] = ()
+    provides: tuple[str, ...] = ()
+    conflicts: tuple[str, ...] = ()  # also Replaces: the branch packages take over each other's files
     files: dict[str, tuple[str, int]] = field(default_factory=dict)  # path -> (content, mode)
     postinst: str | None = None
 
@@ -69,6 +71,10 @@ RELOAD = "#!/bin/sh\nset -e\nif [ -d /run/systemd/system ]; then systemctl daemo
 
 def driver_debs(version: str, with_fabric_manager: bool) -> list[Deb]:
     branch, rev = version.split(".")[0], f"{version}-1"
+    # One branch at a time, as in NVIDIA's packaging: Fabric Manager's branch packages Provide, Conflict with and
+    # Replace the unbranched name (NVIDIA/apt-packaging-fabric-manager, debian/templates/control.in); NSCQ follows
+    # the same scheme here; the driver meta-packages conflict with the other branches' (both ship nvidia-smi here).
+    others = tuple(sorted({f"nvidia-open-{v.split('.')[0]}" for v, _ in DRIVERS} - {f"nvidia-open-{branch}"}))
     smi = (STANDINS / "nvidia-smi").read_text()
     out = [
         Deb("nvidia-persistenced", rev, "NVIDIA Persistence Daemon", files={
@@ -77,7 +83,7 @@ def driver_debs(version: str, with_fabric_manager: bool) -> list[Deb]:
                                                                      "/usr/bin/nvidia-persistenced"), 0o644),
         }, postinst=RELOAD),
         Deb(f"nvidia-open-{branch}", rev, f"NVIDIA driver {branch} with open kernel modules (meta-package)",
-            depends=(f"nvidia-persistenced (= {rev})",), files={
+            depends=(f"nvidia-persistenced (= {rev})",), conflicts=others, files={
                 "usr/bin/nvidia-smi": (smi, 0o755),
                 VERSION_FILE.lstrip("/"): (version + "\n", 0o644),
             }),
@@ -87,12 +93,14 @@ def driver_debs(version: str, with_fabric_manager: bool) -> list[Deb]:
         check = (f'v=$(cat {VERSION_FILE} 2>/dev/null)\nif [ "$v" != "{version}" ]; then\n'
                  f'    echo "nv-fabricmanager {version}: driver version \'$v\' does not match" >&2; exit 1\nfi\n')
         out += [
-            Deb(f"nvidia-fabricmanager-{branch}", rev, "Fabric Manager for NVSwitch based systems.", files={
+            Deb(f"nvidia-fabricmanager-{branch}", rev, "Fabric Manager for NVSwitch based systems.",
+                provides=("nvidia-fabricmanager",), conflicts=("nvidia-fabricmanager",), files={
                 "usr/bin/nv-fabricmanager": (_daemon("nv-fabricmanager", check), 0o755),
                 "lib/systemd/system/nvidia-fabricmanager.service": (_unit("NVIDIA fabric manager service",
                                                                           "/usr/bin/nv-fabricmanager"), 0o644),
             }, postinst=RELOAD),
-            Deb(f"libnvidia-nscq-{branch}", rev, "NVSwitch Configuration and Query library", files={
+            Deb(f"libnvidia-nscq-{branch}", rev, "NVSwitch Configuration and Query library",
+                provides=("libnvidia-nscq",), conflicts=("libnvidia-nscq",), files={
                 f"usr/lib/x86_64-linux-gnu/libnvidia-nscq.so.{version}": ("clusterctl stand-in\n", 0o644),
             }),
         ]
@@ -133,6 +141,10 @@ def build_deb(deb: Deb, out_dir: Path, work: Path) -> Path:
                "Maintainer: clusterctl tests <standin@invalid>", "Section: multiverse/devel", "Priority: optional"]
     if deb.depends:
         control.append("Depends: " + ", ".join(deb.depends))
+    if deb.provides:
+        control.append("Provides: " + ", ".join(deb.provides))
+    if deb.conflicts:
+        control += ["Conflicts: " + ", ".join(deb.conflicts), "Replaces: " + ", ".join(deb.conflicts)]
     control.append(f"Description: {deb.description}")
     (tree / "DEBIAN" / "control").write_text("\n".join(control) + "\n")
     entries = dict(deb.files)
