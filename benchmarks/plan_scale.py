@@ -45,6 +45,9 @@ def spec_dict(nodes: int) -> dict:
         "controller": {"provider": "onprem", "address": "10.250.0.2"},
         "fabric": {"type": "infiniband", "speed": "ndr", "rails": 8, "rail_optimized": True, "nodes_per_leaf": 32},
         "pools": pools,
+        # Whamcloud builds no Debian client: the site's own signed build, as examples/aws-p5-spot.yaml does.
+        "mirrors": {"lustre": {"url": "https://mirror.bench.example.com/lustre",
+                               "key_url": "https://mirror.bench.example.com/keys/lustre.asc"}},
         "storage": {"shared": [{"type": "lustre", "mgs_nids": ["10.250.0.20@o2ib"], "fs_name": "bench",
                                 "mount_point": "/lustre"}],
                     "local_cache": {"devices": "auto"}, "checkpoints": {"s3_bucket": "bench-ckpt"}},
