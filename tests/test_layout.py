@@ -28,6 +28,7 @@ TOP_LEVEL = {
     "test_layers.py": "import graph of the whole package",
     "test_layout.py": "this file: the layout of tests/",
     "test_packaging.py": "the wheel carries every data directory the package uses",
+    "test_benchmark_specs.py": "the specs benchmarks/ generates validate (benchmarks/ is a top-level part, like playbooks/)",
     "helpers.py": "the shared helpers",
     "conftest.py": "shared fixtures",
     "motoserver.py": "the moto server the aws and state tests share",
