@@ -3,7 +3,8 @@ groups of up to 1,024 hosts plus an elastic p5 pool holding a quarter of the nod
 (8 more burst nodes), an SSH-user change on one host pool, and a 64-change edit.
 
 Prints min/median/max seconds, peak RSS and the growth exponent between sizes; asserts nothing.
-Goals (issue 19): any single change under 1 s at 1,024 nodes and 5 s at 16,384; the 64-change plan on 4,096 under 10 s.
+Goals (issue 19): any single change under 1 s at 1,024 nodes and 5 s at 16,384; the 64-change plan on 4,096 under 10 s;
+render of 16,384 nodes under 1.5 s of CPU.
 Run: python benchmarks/plan_scale.py [--sizes 64,1024,4096,16384] [--runs 3]
 """
 
@@ -80,12 +81,12 @@ def edits(data: dict) -> dict[str, dict]:
     return {"count +8": count, "ssh user": user, "64 changes": many}
 
 
-def _timed(fn, runs: int) -> tuple[list[float], object]:
+def _timed(fn, runs: int, clock=time.perf_counter) -> tuple[list[float], object]:
     out, times = None, []
     for _ in range(runs):
-        t0 = time.perf_counter()
+        t0 = clock()
         out = fn()
-        times.append(time.perf_counter() - t0)
+        times.append(clock() - t0)
     return times, out
 
 
@@ -115,6 +116,9 @@ def main() -> None:
         rows = [("validate", times)]
         times, (_, old_build) = _timed(lambda spec=loaded.spec: render_spec(spec), args.runs)
         rows.append(("render", times))
+        # The render goal is in CPU seconds: wall time on this shared 2-core machine moves with its neighbours.
+        times, _ = _timed(lambda spec=loaded.spec: render_spec(spec), args.runs, clock=time.process_time)
+        rows.append(("render (CPU)", times))
         for name, edited in edits(data).items():
             spec = ClusterSpec.model_validate(edited)
 

@@ -140,6 +140,7 @@ class PoolPlan:
     ami: str | None = None
     os: str = "debian12"
     repos: tuple[Repo, ...] = ()
+    nvidia_stack: bool = False  # clusterctl installs the NVIDIA driver, CUDA and NCCL here (vendor.installs_nvidia_stack)
 
 
 @dataclass(frozen=True)
@@ -227,10 +228,20 @@ class ClusterPlan:
         return _plain(self)
 
 
+_LEAVES = frozenset((str, int, float, bool, type(None)))
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}  # per dataclass: fields() is slow, and called once per node otherwise
+
+
 def _plain(value: Any) -> Any:  # a plan's dataclasses -> JSON-able values
     """dataclasses.asdict without its deep copies (every value here is immutable): a third of render's time at scale."""
-    if is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
+    cls = type(value)
+    if cls in _LEAVES:
+        return value
+    names = _FIELD_NAMES.get(cls)
+    if names is None and is_dataclass(cls):
+        names = _FIELD_NAMES.setdefault(cls, tuple(f.name for f in fields(cls)))
+    if names is not None:
+        return {name: _plain(getattr(value, name)) for name in names}
     if isinstance(value, (tuple, list)):
         return [_plain(v) for v in value]
     if isinstance(value, dict):

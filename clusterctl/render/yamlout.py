@@ -6,6 +6,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from clusterctl.render.lines import check_single_line
+from clusterctl.render.yamlblock import dump_block
 
 if TYPE_CHECKING:
     import yaml
@@ -39,6 +40,13 @@ def _dumper() -> type[yaml.SafeDumper]:
     return Dumper
 
 
+@lru_cache(maxsize=1)
+def _libyaml() -> bool:
+    import yaml
+
+    return hasattr(yaml, "CSafeDumper")
+
+
 def dump_yaml(data: Any) -> str:
     import yaml
 
@@ -62,7 +70,8 @@ def dump_ansible_yaml(data: Any, where: str) -> str:
 
     `where` names the file in the RenderError raised for a value with a line break.
     """
-    return dump_yaml(_mark_unsafe(data, where))
+    fast = dump_block(data, where) if _libyaml() else None  # the fast path writes what libyaml's emitter writes
+    return fast if fast is not None else dump_yaml(_mark_unsafe(data, where))
 
 
 def load_ansible_yaml(text: str) -> Any:
