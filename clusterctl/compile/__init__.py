@@ -70,6 +70,7 @@ def _pool_plan(spec: ClusterSpec, pool: Pool, nodes: list[Node], all_mounts: tup
     fab, _ = eff.fabric(spec, pool)
     nccl = nccl_env(spec, pool)
     repos = vendor.repos(spec, pool)
+    nvidia_stack = vendor.installs_nvidia_stack(spec, pool, repos)
     return PoolPlan(
         name=pool.name,
         provider=pool.provider,
@@ -82,7 +83,7 @@ def _pool_plan(spec: ClusterSpec, pool: Pool, nodes: list[Node], all_mounts: tup
         rail_optimized=fab.rail_optimized,
         nccl_env=nccl.env,
         nccl_notes=nccl.notes,
-        health=health(spec, pool, all_mounts, cache, repos),
+        health=health(spec, pool, all_mounts, cache, nvidia_stack),
         gpu_cores=layout.gpu_cores(eff.gpus_per_node(pool)) if (layout := eff.cpu_layout(pool)) else (),
         elastic=isinstance(pool, AwsPool) and pool.elastic,
         instance_type=pool.instance_type if isinstance(pool, AwsPool) else None,
@@ -96,4 +97,5 @@ def _pool_plan(spec: ClusterSpec, pool: Pool, nodes: list[Node], all_mounts: tup
         ami=pool.ami if isinstance(pool, AwsPool) else None,
         os=pool.os,
         repos=repos,
+        nvidia_stack=nvidia_stack,
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from clusterctl.core.providers import traits
 from clusterctl.catalog.fabrics import FABRIC_LINKS
 from clusterctl.catalog.gpus import GPUS
-from clusterctl.compile.model import Health, LocalCache, Mount, Repo
+from clusterctl.compile.model import Health, LocalCache, Mount
 from clusterctl.spec import effective as eff
 from clusterctl.spec.cluster import ClusterSpec
 from clusterctl.spec.fabric import Fabric
@@ -25,7 +25,7 @@ def rails(fab: Fabric) -> tuple[tuple[str, int, int], ...]:
 
 
 def health(spec: ClusterSpec, pool: Pool, all_mounts: tuple[Mount, ...], cache: LocalCache | None,
-           repos: tuple[Repo, ...]) -> Health:
+           nvidia_stack: bool) -> Health:
     fab, _ = eff.fabric(spec, pool)
     rdma = fab.type in ("infiniband", "roce")
     ib_ports = (fab.rails or eff.gpus_per_node(pool) or 1) if rdma else 0
@@ -50,7 +50,7 @@ def health(spec: ClusterSpec, pool: Pool, all_mounts: tuple[Mount, ...], cache: 
         nvlinks=real.nvlinks if real else 0,
         fabric_manager=bool(real and real.nvswitch and gpus == FABRIC_MANAGER_GPUS),
         cache_mount=cache_mount,
-        # Judged where clusterctl installs the driver: real hosts, and lab nodes given a CUDA mirror (site.yml's
-        # clusterctl_vendor_stack). A node that boots the old driver after an upgrade (a DKMS build that failed) drains.
-        driver=spec.software.nvidia_driver if nvidia and (not traits(pool).lab or any(r.component == "cuda" for r in repos)) else None,
+        # Judged where clusterctl installs the driver (vendor.installs_nvidia_stack). A node that boots the old driver
+        # after an upgrade (a DKMS build that failed) drains.
+        driver=spec.software.nvidia_driver if nvidia_stack else None,
     )

@@ -7,8 +7,10 @@ catalog, never in a template. A repository without a signing key is left out (va
 from __future__ import annotations
 
 from clusterctl.catalog import vendor_repos as vr
+from clusterctl.catalog.gpus import GPUS
 from clusterctl.compile.model import Repo
 from clusterctl.core.providers import traits
+from clusterctl.spec import effective as eff
 from clusterctl.spec import vendor_needs
 from clusterctl.spec.cluster import ClusterSpec
 from clusterctl.spec.pools import Pool
@@ -39,6 +41,16 @@ def resolve(spec: ClusterSpec, component: str, os: str) -> Repo | None:
     if row.kind == "apt" and key is None:
         return None  # never an unsigned repository
     return Repo(component, row.kind, url, row.suite, key, vr.keyring_name(component), mirror is not None)
+
+
+def installs_nvidia_stack(spec: ClusterSpec, pool: Pool, repos: tuple[Repo, ...]) -> bool:
+    """Whether clusterctl installs the NVIDIA driver, CUDA and NCCL on the pool's nodes: NVIDIA GPU nodes that are real
+    hosts, or lab nodes (containers) given a CUDA mirror, which is how the tests run the stack against a stand-in.
+    The roles run on this answer (group_vars clusterctl_nvidia_stack) and the health check judges the driver by it."""
+    model = GPUS.get(eff.gpu_key(pool) or "")
+    if model is None or model.vendor != "nvidia" or eff.gpus_per_node(pool) == 0:
+        return False
+    return not traits(pool).lab or any(r.component == "cuda" for r in repos)
 
 
 def repos(spec: ClusterSpec, pool: Pool | None) -> tuple[Repo, ...]:

@@ -7,6 +7,7 @@ The controller goes first (it only reloads); nodes the change does not touch are
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
 
 DRAINED = {"drained", "down", "drain"}  # sinfo %T once no job runs on a drained node
 DISRUPTIVE = ("drain", "replace")  # policies whose nodes are taken out of service while they change
+HEALTH_WORKERS = 16  # health checks of one batch run side by side, as `clusterctl check`'s node probes do
 
 
 def affected_nodes(report: PlanReport, plan: ClusterPlan) -> list[str]:
@@ -121,17 +123,20 @@ class Rollout:
         return merge(results), timeline
 
     def _health(self, access: Access, plan: ClusterPlan, batch: list[str]) -> dict[str, str]:
-        """{node: "OK" or the health check's verdict} for a converged batch, before it takes jobs again."""
+        """{node: "OK" or the health check's verdict} for a converged batch, before it takes jobs again; the batch's
+        nodes are checked side by side (a batch can be a rack), as `clusterctl check` probes nodes."""
         by_name = {n.name: n for n in plan.nodes}
-        out = {}
-        for name in batch:
+
+        def verdict(name: str) -> str:
             try:
                 r = access.remote(by_name[name]).run(f"{layout.HEALTH_PROGRAM} --dry-run", timeout=120, check=False)
-                lines = [ln for ln in r.stdout.splitlines() if ln.startswith(("OK ", "FAIL "))]
-                out[name] = "OK" if r.returncode == 0 else (lines[-1] if lines else (r.stderr or r.stdout).strip()[-300:])
             except Exception as e:  # no answer is not healthy
-                out[name] = f"health check did not run: {e}"
-        return out
+                return f"health check did not run: {e}"
+            lines = [ln for ln in r.stdout.splitlines() if ln.startswith(("OK ", "FAIL "))]
+            return "OK" if r.returncode == 0 else (lines[-1] if lines else (r.stderr or r.stdout).strip()[-300:])
+
+        with ThreadPoolExecutor(max_workers=max(1, min(HEALTH_WORKERS, len(batch)))) as ex:
+            return dict(zip(batch, ex.map(verdict, batch), strict=True))
 
     def _drain(self, ctl: Remote, nodes: list[str], plan: ClusterPlan, timeline: list[dict], why: str) -> dict:
         hl = hostlist.compress(nodes)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from clusterctl.compile.model import ClusterPlan, Mount, Node, PoolPlan, Repo
 from clusterctl.render import layout
 from clusterctl.render.slurm import runs_slurmdbd
@@ -42,6 +44,18 @@ def inventory(plan: ClusterPlan) -> dict:
             }
         }
     }
+
+
+def builder_inventory(plan: ClusterPlan, pool: PoolPlan, name: str, address: str) -> str:
+    """The inventory of an image build: one throwaway node `name` in the pool's group, reached as the pool's nodes
+    are, so the pool's group_vars (and nothing of another node) apply to it."""
+    like = next(iter(plan.nodes_of(pool.name)), None)
+    node = (replace(like, name=name, address=address) if like is not None
+            else Node(name=name, pool=pool.name, provider=pool.provider, role="compute", address=address))
+    group = {"hosts": {name: _host_vars(node)}}
+    # The controller's group is there, empty: the roles ask who is in it (groups['slurm_controller']).
+    children = {"slurm_controller": {}, "compute": {"children": {layout.pool_group(pool.name): group}}}
+    return dump_ansible_yaml({"all": {"children": children}}, f"image build inventory of pool {pool.name}")
 
 
 def all_vars(plan: ClusterPlan) -> dict:
@@ -132,6 +146,7 @@ def pool_vars(plan: ClusterPlan, pool: PoolPlan) -> dict:
         "clusterctl_nccl_env_file": layout.NCCL_ENV.format(pool=pool.name),
         "clusterctl_health_file": layout.HEALTH_CONF.format(pool=pool.name),
         "clusterctl_os": pool.os,
+        "clusterctl_nvidia_stack": pool.nvidia_stack,
         **_repos(pool.repos),
     }
 

@@ -155,3 +155,37 @@ def test_a_batch_failing_its_health_check_stays_drained_and_the_rollout_stops(mo
     assert why in result.failures[0].message and "left drained" in result.failures[0].message
     assert not any("state=resume" in c for _, c in log)
     assert not any("gpu002" in c for _, c in log)
+
+
+def test_the_nodes_of_a_batch_are_health_checked_side_by_side(monkeypatch):
+    """A batch can be a rack: its health checks run at once, not one after another (each waits here for the other)."""
+    import subprocess
+    import threading
+
+    from clusterctl.engines.ansible.result import RunResult
+    from clusterctl.ops import up
+    from clusterctl.ops.rolling import Rollout
+
+    def both(d):
+        d.setdefault("software", {}).update(nvidia_driver="575.57.08")
+        d["scheduler"]["slurm"]["drain_batch_size"] = 2
+
+    report, plan = _report(both)
+    monkeypatch.setattr(up, "converge", lambda *a, **k: RunResult(status="successful"))
+    together = threading.Barrier(2, timeout=10)
+    log = []
+
+    class Together(_Node):
+        def run(self, command, timeout=120, check=True):
+            if "clusterctl-healthcheck" in command:
+                together.wait()  # BrokenBarrierError, so a failed check, if the other node's check is not running
+                return subprocess.CompletedProcess(command, 0, f"OK {self.name}\n", "")
+            return super().run(command, timeout, check)
+
+    class Access:
+        def remote(self, node):
+            return Together(node.name, log)
+
+    result, timeline = Rollout(report, console=None, quiet=True)(plan, None, Access(), None)
+    assert result.ok, result.failures
+    assert [t["health"] for t in timeline] == [{"gpu001": "OK", "gpu002": "OK"}]

@@ -79,3 +79,19 @@ def test_health_check_judges_the_driver_where_clusterctl_installs_it():
     stand_in = "http://10.213.0.1:8080/nvidia"
     plan = plan_of(LAB, lambda d: d.update(mirrors={"cuda": {"url": stand_in, "key_url": stand_in + "/key.asc"}}))
     assert {p.health.driver for p in plan.pools if p.gpus_per_node} == {plan.software["nvidia_driver"]}
+
+
+def test_roles_and_health_check_share_one_answer_on_the_nvidia_stack():
+    """Compile decides once where the driver, CUDA and NCCL install; the roles read it from group_vars and the health
+    check judges the driver by the same answer, so the two cannot disagree."""
+    stand_in = "http://10.213.0.1:8080/nvidia"
+    cases = [plan_of(ONPREM), plan_of(AWS), plan_of(LAB),
+             plan_of(LAB, lambda d: d.update(mirrors={"cuda": {"url": stand_in, "key_url": stand_in + "/key.asc"}}))]
+    seen = set()
+    for plan in cases:
+        for p in plan.pools:
+            stack = load_ansible_yaml(render_ansible(plan)[f"{layout.GROUP_VARS}/{layout.pool_group(p.name)}.yml"])
+            assert stack["clusterctl_nvidia_stack"] is p.nvidia_stack
+            assert (p.health.driver is not None) is p.nvidia_stack
+            seen.add((p.provider, p.nvidia_stack))
+    assert {("onprem", True), ("aws", True), ("local", False), ("local", True)} <= seen
