@@ -450,10 +450,12 @@ def _maybe_break_lock(cluster: ClusterSpec, break_lock: str | None, out: Console
 from clusterctl.cli.economics import register as _register_economics  # noqa: E402
 from clusterctl.cli.check import register as _register_check  # noqa: E402
 from clusterctl.cli.state import register as _register_state  # noqa: E402
+from clusterctl.cli.image import register as _register_image  # noqa: E402
 
 _register_check(app, _load)
 _register_economics(app, _load)
 _register_state(app, _load)
+_register_image(app, _load)
 
 # Slurm's power-saving programs; the module imports only typer until a burst command runs (boto3 stays lazy).
 from clusterctl.engines.aws.burst.cli import burst_app  # noqa: E402

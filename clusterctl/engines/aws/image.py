@@ -13,18 +13,16 @@ deregistered, and nothing is recorded: a later `up` never boots a pool from an i
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 from clusterctl.core.errors import ClusterctlError
+from clusterctl.engines import images
 from clusterctl.state.backend import Backend
 
 DLAMI_PARAMETER = "/aws/service/deeplearning/ami/{arch}/base-oss-nvidia-driver-gpu-{os}/latest/ami-id"
 DEFAULT_BASE_OS = "ubuntu-22.04"
-RECORD = "image-{pool}.json"  # a plain (non-secret) object of the cluster's state, one per pool
 
 
 class ImageBuildError(ClusterctlError):
@@ -55,16 +53,9 @@ class BuiltImage:
 
 
 def inputs_hash(software: dict, base: str, roles_dir: Path, instance_type: str) -> str:
-    """sha256 over what the image is made of: the spec's software versions, the base image, the instance type
-    (driver/EFA choices follow it) and every file of the node roles. A change to any means the recorded image is
-    stale. Deterministic: files in sorted path order, each hashed with its relative path."""
-    h = hashlib.sha256()
-    h.update(json.dumps({"software": software, "base": base, "instance_type": instance_type},
-                        sort_keys=True).encode())
-    for f in sorted(p for p in roles_dir.rglob("*") if p.is_file()):
-        h.update(b"\0" + str(f.relative_to(roles_dir)).encode() + b"\0")
-        h.update(hashlib.sha256(f.read_bytes()).digest())
-    return h.hexdigest()
+    """What an AMI is made of: the spec's software versions, the base image, the instance type (driver/EFA choices
+    follow it) and the node roles. A change to any means the recorded image is stale."""
+    return images.inputs_hash({"software": software, "base": base, "instance_type": instance_type}, roles_dir)
 
 
 def base_ami_parameter(os_name: str = DEFAULT_BASE_OS, arch: str = "x86_64") -> str:
@@ -154,14 +145,12 @@ def build_image(ec2: Any, ssm: Any, state: Backend, req: BuildRequest, converge:
 
 
 def record_image(state: Backend, pool: str, built: BuiltImage) -> None:
-    data = {"image_id": built.image_id, "base_ami": built.base_ami, "inputs_hash": built.inputs_hash}
-    state.put_plain(RECORD.format(pool=pool), (json.dumps(data, sort_keys=True) + "\n").encode())
+    images.record(state, pool, {"image_id": built.image_id, "base_ami": built.base_ami, "inputs_hash": built.inputs_hash})
 
 
 def recorded_image(state: Backend, pool: str) -> dict | None:
     """What `image build` recorded for the pool: {"image_id", "base_ami", "inputs_hash"}, or None."""
-    raw = state.plain(RECORD.format(pool=pool))
-    return json.loads(raw) if raw else None
+    return images.recorded(state, pool)
 
 
 def recorded_images(state: Backend, pools: list[str]) -> dict[str, str]:

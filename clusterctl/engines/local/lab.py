@@ -7,6 +7,7 @@ import json
 import time
 from collections.abc import Callable
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from subprocess import CompletedProcess
 from typing import Iterator
@@ -97,7 +98,7 @@ class Lab:
                 if running:
                     nodefiles.update_hosts(paths.root, self._hosts())  # nodes added/removed since it booted
                 else:
-                    self._prepare_root(node, paths, base, key)
+                    self._prepare_root(node, paths, Path(node.image) if node.image else base, key)
                 paths.gpus.write_text(f"{node.gpus}\n")
                 disk = self._converge_disk(node, paths)
                 host_keys[node.name] = (node.address, sshkeys.ensure_host_key(paths.root, node.name))
@@ -114,6 +115,44 @@ class Lab:
                 started[node.name] = time.monotonic()
             sshkeys.write_known_hosts(self.known_hosts, host_keys)
             self._wait_ready(started)
+
+    def build_image(self, builder: LabNode, converge: Callable[[], None], dest: Path) -> Path:
+        """A node image: `builder`, a throwaway node on this lab's network booted from the base rootfs, is handed to
+        converge() (the node roles, in image mode), stopped and baked into `dest`. The builder is removed whatever
+        happens, and the cluster's own nodes are left as they are (running or not)."""
+        if any(n.name == builder.name or n.address == builder.address for n in self.spec.nodes):
+            raise LabError(f"image builder {builder.name} ({builder.address}) clashes with a node of the lab")
+        self.ensure_host_prereqs()
+        host.ensure_run_systemd()
+        spec = self.spec
+        lab = Lab(replace(spec, nodes=(*spec.nodes, builder)), self.log)  # resolves the builder's name and address
+        paths = lab._paths(builder.name)
+        with self._locked():
+            base = rootfs.ensure_base(spec.cache_dir, spec.suite, spec.mirror, self.log)
+            aptcache.ensure(spec.cache_dir)
+            key = sshkeys.ensure_client_key(self.ssh_key.parent, spec.cluster)
+            mtu = network.uplink_mtu()
+            host.ensure_ip_forward(self.log)
+            network.ensure_bridge(spec.cluster, spec.subnet, spec.gateway, mtu)
+            network.ensure_nat(spec.cluster, spec.subnet)
+            known = sshkeys.read_known_hosts(self.known_hosts)
+            try:
+                lab._destroy([builder.name])  # what an interrupted build left
+                network.ensure_node_net(spec.cluster, builder.name, builder.address, spec.prefixlen, spec.gateway, mtu)
+                lab._prepare_root(builder, paths, base, key)
+                paths.gpus.write_text(f"{builder.gpus}\n")
+                pub = sshkeys.ensure_host_key(paths.root, builder.name)
+                sshkeys.write_known_hosts(self.known_hosts, {**known, builder.name: (builder.address, pub)})
+                self.log(f"booting image builder {builder.name} ({builder.address})")
+                machine.start(paths, names.netns(spec.cluster, builder.name), spec.cluster, binds=lab._binds())
+                lab._wait_ready({builder.name: time.monotonic()}, [builder.name])
+                converge()
+                lab._stop([paths])
+                return rootfs.bake(paths.root, dest, self.log)
+            finally:
+                lab._destroy([builder.name])
+                if self.known_hosts.exists():
+                    sshkeys.write_known_hosts(self.known_hosts, known)
 
     def _binds(self) -> tuple[str, ...]:
         binds = aptcache.binds(self.spec.cache_dir)
@@ -256,9 +295,10 @@ class Lab:
             if rec:
                 cgroups.kill_all(rec["dirs"])
 
-    def _wait_ready(self, started: dict[str, float]) -> None:
-        """Until `systemctl is-system-running` answers running (or degraded, naming the failed units)."""
-        pending = [n.name for n in self.spec.nodes]
+    def _wait_ready(self, started: dict[str, float], only: list[str] | None = None) -> None:
+        """Until `systemctl is-system-running` answers running (or degraded, naming the failed units) on every node
+        (or on `only`)."""
+        pending = list(only) if only is not None else [n.name for n in self.spec.nodes]
         deadline = time.monotonic() + BOOT_TIMEOUT
         last: dict[str, str] = {}
         t0 = time.monotonic()
@@ -288,9 +328,8 @@ class Lab:
                                    f"{self.spec.state_dir / 'logs'}")
                 time.sleep(0.5)
 
-    def _destroy(self, node_names: list[str]) -> None:
-        """Stop (cleanly, then by force), unmount, delete the netns and the node's files; in parallel."""
-        all_paths = [self._paths(n) for n in node_names]
+    def _stop(self, all_paths: list[NodePaths]) -> None:
+        """Clean poweroff, then SIGKILL for what did not stop in time; the nodes' files stay."""
         for paths in all_paths:
             machine.request_stop(paths)
         deadline = time.monotonic() + STOP_TIMEOUT
@@ -300,6 +339,12 @@ class Lab:
             if not machine.is_down(paths):
                 self.log(f"{paths.name}: no clean poweroff within {STOP_TIMEOUT:.0f}s; killing it")
             machine.force_stop(paths)  # also sweeps the node's cgroups when the clean stop worked
+
+    def _destroy(self, node_names: list[str]) -> None:
+        """Stop (cleanly, then by force), unmount, delete the netns and the node's files; in parallel."""
+        all_paths = [self._paths(n) for n in node_names]
+        self._stop(all_paths)
+        for paths in all_paths:
             machine.release_cgroups(paths)
             for f in (paths.supervisor_pid, paths.nspawn_pid, paths.leader_pid):
                 f.unlink(missing_ok=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
@@ -24,11 +25,12 @@ def cache_dir() -> Path:
 
 
 def lab_for(plan: ClusterPlan, state: ClusterState, log: Callable[[str], None] = print) -> Lab:
-    from clusterctl.engines.local import Lab, LabNode, LabSpec
+    from clusterctl.engines.local import Lab, LabNode, LabSpec, image
 
     if plan.lab is None:
         raise ValueError(f"cluster {plan.name} has no lab nodes")
     nodes = [n for n in plan.all_nodes if traits(n).lab]
+    by_name = {n.name: n for n in nodes}
     cached = set(plan.local_cache.pools) if plan.local_cache else set()
     spec = LabSpec(
         cluster=plan.name,
@@ -42,6 +44,9 @@ def lab_for(plan: ClusterPlan, state: ClusterState, log: Callable[[str], None] =
         # lab node binds one host directory as /home instead, so job output is seen from the login node as on NFS.
         shared_home=state.dir / "lab" / "home",
     )
+    images = {p.name: image.current_image(state.backend, plan, p, spec) for p in plan.pools if traits(p).lab}
+    if any(images.values()):  # nodes of a pool with a current image boot from it
+        spec = replace(spec, nodes=tuple(replace(n, image=images.get(by_name[n.name].pool or "")) for n in spec.nodes))
     return Lab(spec, log=log)
 
 

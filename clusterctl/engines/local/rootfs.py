@@ -69,19 +69,14 @@ def ensure_base(cache_dir: Path, suite: str, mirror: str, log: Callable[[str], N
 
 def _customize(root: Path, suite: str, mirror: str) -> None:
     """Make the tree a neutral template: no identity (keys, machine-id, hostname), full apt sources."""
-    for key in (root / "etc/ssh").glob("ssh_host_*"):
-        key.unlink()  # each node gets its own host keys; sharing them would defeat StrictHostKeyChecking
     (root / "etc/ssh/sshd_config.d").mkdir(exist_ok=True)
     (root / "etc/ssh/sshd_config.d/clusterctl-lab.conf").write_text(
         "# clusterctl lab node: only the per-node ed25519 host key exists\nHostKey /etc/ssh/ssh_host_ed25519_key\n")
-    (root / "etc/machine-id").write_text("")  # written per node; empty means "not yet set"
     dbus_id = root / "var/lib/dbus/machine-id"
     if dbus_id.exists() and not dbus_id.is_symlink():
         dbus_id.unlink()
         dbus_id.symlink_to("/etc/machine-id")
-    (root / "etc/hostname").write_text("localhost\n")  # debootstrap copied the build host's name
-    for f in ("etc/resolv.conf",):
-        (root / f).unlink(missing_ok=True)  # per node, from the host's at start
+    _without_identity(root)  # debootstrap copied the build host's name; the packages made host keys
     # contrib: Debian puts slurm-wlm-nvml-plugin there. Security updates only from the official host:
     # a local mirror rarely carries them under a guessable path.
     sources = f"deb {mirror} {suite} main contrib\ndeb {mirror} {suite}-updates main contrib\n"
@@ -93,3 +88,30 @@ def _customize(root: Path, suite: str, mirror: str) -> None:
     for stale in lists.glob("*"):
         if stale.is_file() and stale.name != "lock":
             stale.unlink()  # stale the day after; nodes run apt-get update (Ansible: update_cache) anyway
+
+
+def _without_identity(root: Path) -> None:
+    """What makes a root one machine's: host keys, machine-id, hostname, resolver, the munge key. Each node gets its
+    own at boot (the lab writes them) or from the converge (the cluster's munge key)."""
+    for key in (root / "etc/ssh").glob("ssh_host_*"):
+        key.unlink()  # each node gets its own host keys; sharing them would defeat StrictHostKeyChecking
+    (root / "etc/machine-id").write_text("")  # written per node; empty means "not yet set"
+    (root / "etc/hostname").write_text("localhost\n")
+    for f in ("etc/resolv.conf", "etc/munge/munge.key"):
+        (root / f).unlink(missing_ok=True)
+
+
+def bake(root: Path, dest: Path, log: Callable[[str], None]) -> Path:
+    """A node image from a converged, stopped builder's root: copied whole, its identity removed, then renamed into
+    place, so `dest` is either a complete image or absent. An image of the same inputs already there is kept."""
+    if dest.is_dir():
+        return dest
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.parent / f".build-{dest.name}"
+    remove_tree(tmp)
+    t0 = time.monotonic()
+    run(["cp", "-a", "--one-file-system", f"{root}/.", str(tmp)], what=f"copying the image builder's root to {tmp}")
+    _without_identity(tmp)
+    os.rename(tmp, dest)
+    log(f"node image baked in {time.monotonic() - t0:.0f}s: {dest}")
+    return dest

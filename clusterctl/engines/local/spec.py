@@ -23,6 +23,7 @@ class LabNode:
     # > 0: a fake local NVMe disk of this many MiB, /dev/nvme0n1 inside the node (a sparse file on a host loop
     # device, kept across up() and node reboots, deleted by down()). mkfs.xfs needs more than 300.
     disk_mb: int = 0
+    image: str | None = None  # a baked node image (root filesystem) to boot from instead of the base rootfs
 
 
 @dataclass(frozen=True)

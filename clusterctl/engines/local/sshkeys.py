@@ -39,6 +39,18 @@ def write_known_hosts(path: Path, entries: dict[str, tuple[str, str]]) -> None:
     tmp.replace(path)
 
 
+def read_known_hosts(path: Path) -> dict[str, tuple[str, str]]:
+    """What write_known_hosts wrote: node name -> (address, public key); empty when there is no file."""
+    out = {}
+    if path.exists():
+        for line in path.read_text().splitlines():
+            hosts, _, pub = line.partition(" ")
+            name, _, addr = hosts.partition(",")
+            if pub:
+                out[name] = (addr, pub)
+    return out
+
+
 def ssh_argv(key: Path, known_hosts: Path, address: str, connect_timeout: int = 5) -> list[str]:
     """Self-contained: no user ssh_config, no agent, strict host keys from our known_hosts only."""
     return [

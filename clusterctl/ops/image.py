@@ -1,0 +1,108 @@
+"""`clusterctl image build`: bake each lab pool's node stack once; its nodes then boot from the image and their
+converge applies only what is theirs (hostname, addresses, munge key, mounts, slurmd).
+
+Per pool: a throwaway builder node on the lab's network runs the same playbook as `up` with
+clusterctl_image_build set, which leaves out what belongs to one node (the munge key and the daemons that need it,
+slurmd, shared mounts, the NVMe cache); the stopped builder's root is baked (identity removed) and recorded with
+the hash of its inputs. A pool whose recorded image is current is not rebuilt; a failed build records nothing.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from clusterctl.core.errors import ClusterctlError
+from clusterctl.core.providers import traits
+from clusterctl.engines import images
+from clusterctl.engines.ansible.progress import Progress
+from clusterctl.engines.ansible.runner import PlaybookRun, run_playbook
+from clusterctl.engines.provider import providers_for
+from clusterctl.ops.access import access_for
+from clusterctl.render.ansible import builder_inventory
+from clusterctl.render.compiled import Compiled
+from clusterctl.render.write import write_build
+from clusterctl.state import ClusterState
+from clusterctl.state.secrets import ensure_munge_key, playbook_vars
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+IMAGE_VAR = "clusterctl_image_build"  # the roles' image mode (see the module docstring)
+
+
+class ImageError(ClusterctlError):
+    pass
+
+
+@dataclass
+class PoolImage:
+    pool: str
+    image: str
+    inputs_hash: str
+    built: bool  # False: the recorded image was current
+    seconds: float
+
+    def to_dict(self) -> dict:
+        return dict(vars(self))
+
+
+def chosen_pools(compiled: Compiled, names: list[str]) -> list[str]:
+    """The lab pools to build (all of them when none is named); a named pool that is not one is refused by name."""
+    pools = {p.name: p for p in compiled.plan.pools}
+    unknown = [n for n in names if n not in pools]
+    if unknown:
+        raise ImageError(f"--pool {', '.join(unknown)}: no such pool in cluster {compiled.name} "
+                         f"(pools: {', '.join(pools)})")
+    rented = [n for n in names if not traits(pools[n]).lab]
+    if rented:
+        raise ImageError(f"--pool {', '.join(rented)}: `clusterctl image build` bakes lab pools' images so far; "
+                         f"aws pools boot the AMI the spec names (pools[].ami)")
+    chosen = names or [p.name for p in compiled.plan.pools if traits(p).lab]
+    if not chosen:
+        raise ImageError(f"cluster {compiled.name} has no lab pool to build an image for")
+    return chosen
+
+
+def build_images(compiled: Compiled, console: Console, names: list[str], quiet: bool = False,
+                 fast: bool = True) -> list[PoolImage]:
+    from clusterctl.engines.local import image as lab_image
+
+    chosen = chosen_pools(compiled, names)
+    plan = compiled.plan
+    state = ClusterState.for_spec(compiled.spec)
+    log = (lambda msg: None) if quiet else (lambda msg: console.print(f"  {msg}", highlight=False, markup=False))
+    out = []
+    with state.lock("image build"):
+        build = state.dir / "image-build"  # not the applied build's directory: `up` and `plan` own that one
+        write_build(compiled.files, build)
+        access = access_for(plan, state, log, [p for p in providers_for(compiled.spec) if p.name == "local"])
+        lab = access.lab
+        assert lab is not None  # the chosen pools are lab pools
+        extravars = {**playbook_vars(ensure_munge_key(state)), IMAGE_VAR: True}
+        for pool in (plan.pool(n) for n in chosen):
+            t0 = time.monotonic()
+            digest = lab_image.inputs(plan, pool, lab.spec)
+            current = lab_image.current_image(state.backend, plan, pool, lab.spec)
+            if current:
+                log(f"pool {pool.name}: image {current} is current")
+                out.append(PoolImage(pool.name, current, digest, False, 0.0))
+                continue
+            node = lab_image.builder(pool, lab.spec)
+            inventory = build / "ansible" / f"image-{pool.name}.yml"
+            inventory.write_text(builder_inventory(plan, pool, node.name, node.address))
+            run = PlaybookRun(build_dir=build, extravars=extravars, ssh=access.ssh, fast=fast, limit=node.name,
+                              inventory=inventory)
+
+            def converge(run: PlaybookRun = run, pool_name: str = pool.name) -> None:
+                with Progress(console, f"image of pool {pool_name}", quiet=quiet) as progress:
+                    result = run_playbook(run, on_event=progress.event)
+                if not result.ok:
+                    why = "; ".join(f"{f.task}: {f.message}" for f in result.failures[:3]) or result.status
+                    raise ImageError(f"the image build of pool {pool_name} failed, nothing recorded: {why}")
+
+            path = lab.build_image(node, converge, lab_image.image_dir(lab.spec, pool.name, digest))
+            images.record(state.backend, pool.name, {"image": str(path), "inputs_hash": digest})
+            out.append(PoolImage(pool.name, str(path), digest, True, round(time.monotonic() - t0, 1)))
+    return out
