@@ -231,7 +231,7 @@ def plan(
     """Show exactly what would change and what each change costs. Exit 0: no changes, 2: changes, 1: error."""
     from clusterctl.diff.formats import FORMATS, as_json
     from clusterctl.ops.apply import report_against
-    from clusterctl.ops.plan_live import add_cloud, add_cost, add_hosts
+    from clusterctl.ops.plan_live import add_cloud, add_cost, add_hosts, add_images
     from clusterctl.state import Applied, ClusterState
 
     format = _legacy(output, old_format, "--format/-f", "--output/-o")
@@ -241,6 +241,7 @@ def plan(
     old = applied.files
     report = report_against(compiled.name, applied, compiled.files)
     add_cost(report, old, compiled)
+    add_images(report, compiled, state)
     if cloud:
         add_cloud(report, compiled, state)
     if hosts:

@@ -45,6 +45,12 @@ def _live_lines(r: PlanReport) -> list[str]:
                 out.append(f"host {host}: {ch['task']}" + (f" ({', '.join(ch['files'])})" if ch["files"] else ""))
         for f in r.hosts["failures"]:
             out.append(f"host {f['host']}: could not check: {f['message']}")
+    for img in r.images or []:
+        if img["current"]:
+            out.append(f"image of pool {img['pool']}: current ({img['image']})")
+        else:
+            out.append(f"image of pool {img['pool']}: stale (roles, role variables or base changed since it was "
+                       f"built); new nodes boot the base rootfs until `clusterctl image build` rebuilds it")
     if r.cloud is not None:
         if not r.cloud.get("checked"):
             out.append(f"cloud: not previewed: {r.cloud['reason']}")

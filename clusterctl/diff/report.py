@@ -41,6 +41,7 @@ class PlanReport:
     hosts: dict | None = None
     cloud: dict | None = None
     cost: dict | None = None
+    images: list[dict] | None = None  # recorded node images per pool, current or stale (lab pools)
 
     @property
     def has_changes(self) -> bool:
@@ -69,6 +70,7 @@ class PlanReport:
             "hosts": self.hosts,
             "cloud": self.cloud,
             "cost": self.cost,
+            "images": self.images,
             "spec_changes": [c.to_dict() for c in self.spec_changes],
             "nodes": [vars(n) for n in self.nodes],
             "files": [

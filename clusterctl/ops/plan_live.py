@@ -41,6 +41,23 @@ def add_hosts(report: PlanReport, compiled: Compiled, state: ClusterState) -> No
     report.hosts = check_hosts(build, access_for(compiled.plan, state, lambda m: None), ensure_munge_key(state))
 
 
+def add_images(report: PlanReport, compiled: Compiled, state: ClusterState) -> None:
+    """Each lab pool's recorded node image, and whether it is still what the spec and roles make."""
+    from clusterctl.core.providers import traits
+    from clusterctl.engines import images
+    from clusterctl.engines.local import image as lab_image
+    from clusterctl.engines.local.provider import lab_for
+
+    plan = compiled.plan
+    recorded = {p.name: rec for p in plan.pools if traits(p).lab and (rec := images.recorded(state.backend, p.name))}
+    if not recorded:
+        return
+    lab = lab_for(plan, state, lambda m: None).spec
+    report.images = [{"pool": name, "image": rec.get("image"),
+                      "current": lab_image.current_image(state.backend, plan, plan.pool(name), lab) is not None}
+                     for name, rec in recorded.items()]
+
+
 def add_cloud(report: PlanReport, compiled: Compiled, state: ClusterState) -> None:
     """What each provider's own engine would change (the Pulumi preview of the aws stack); None where none has one."""
     from clusterctl.engines.provider import providers_for

@@ -27,3 +27,37 @@ def test_the_cli_says_why_without_a_traceback(tmp_path):
     r = clusterctl("image", "build", example("aws-p5-spot.yaml"), "--pool", "p5", check=False,
                    env={"CLUSTERCTL_STATE_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"})
     assert r.returncode == 1 and "lab pools" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_plan_says_whether_each_recorded_image_is_current(tmp_path, monkeypatch):
+    """A plan names each lab pool's recorded image; after a change to what it is made of, it says it is stale."""
+    import json
+
+    from clusterctl.engines import images
+    from clusterctl.engines.local import image as lab_image
+    from clusterctl.engines.local.provider import lab_for
+    from clusterctl.state import ClusterState
+    from tests.helpers import example_dict, to_yaml
+
+    env = {"CLUSTERCTL_STATE_DIR": str(tmp_path / "state"), "CLUSTERCTL_CACHE_DIR": str(tmp_path / "cache"),
+           "PATH": "/usr/bin:/bin"}
+    spec = tmp_path / "lab.yaml"
+    spec.write_text(to_yaml(example_dict("lab.yaml")))
+    r = clusterctl("plan", spec, "--output", "json", env=env, check=False)
+    assert r.returncode == 2 and json.loads(r.stdout)["images"] is None  # nothing recorded: nothing said
+
+    monkeypatch.setenv("CLUSTERCTL_CACHE_DIR", env["CLUSTERCTL_CACHE_DIR"])  # the cache the CLI sees
+    compiled = Compiled.of(spec_of(spec))
+    state = ClusterState("lab", root=tmp_path / "state")
+    lab = lab_for(compiled.plan, state, lambda m: None).spec
+    digest = lab_image.inputs(compiled.plan, compiled.plan.pool("gpu"), lab)
+    path = lab_image.image_dir(lab, "gpu", digest)
+    path.mkdir(parents=True)
+    images.record(state.backend, "gpu", {"image": str(path), "inputs_hash": digest})
+    r = clusterctl("plan", spec, "--output", "json", env=env, check=False)
+    assert json.loads(r.stdout)["images"] == [{"pool": "gpu", "image": str(path), "current": True}]
+    data = example_dict("lab.yaml")
+    data.setdefault("software", {})["nvidia_driver"] = "575.57.08"
+    spec.write_text(to_yaml(data))
+    r = clusterctl("plan", spec, env=env, check=False)
+    assert "image of pool gpu: stale" in r.stdout and "clusterctl image build" in r.stdout
