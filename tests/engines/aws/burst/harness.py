@@ -242,6 +242,10 @@ def create_stack(ec2, plan, pool_name: str, cluster_id: str = CLUSTER_ID, image_
 
 
 VM_PREFIX = "vm-"
+# A VM boots no sooner than this after its launch, as EC2's take tens of seconds. Sooner, the boot time slurmctld
+# derives from the VM's uptime (whole seconds, twice truncated) can fall before its own power-up request, and it then
+# ignores the node's registration for good ("Still waiting for boot"): job stuck CONFIGURING, node NOT_RESPONDING.
+BOOT_AFTER_S = 3.0
 
 
 @contextmanager
@@ -312,14 +316,14 @@ class InstanceVms:
     def vm_name(instance_id: str) -> str:
         return VM_PREFIX + instance_id.split("-", 1)[1][-10:]
 
-    def live(self) -> dict[str, tuple[str, str | None]]:
+    def live(self) -> dict[str, tuple[str, str | None, float]]:
         out = {}
         resp = self.ec2.describe_instances(Filters=[{"Name": f"tag:{CLUSTER_TAG}", "Values": [self.cluster]},
                                                     {"Name": "instance-state-name", "Values": ["pending", "running"]}])
         for r in resp["Reservations"]:
             for i in r["Instances"]:
                 tags = {t["Key"]: t["Value"] for t in i.get("Tags") or []}
-                out[i["InstanceId"]] = (i["PrivateIpAddress"], tags.get("Name"))
+                out[i["InstanceId"]] = (i["PrivateIpAddress"], tags.get("Name"), i["LaunchTime"].timestamp())
         return out
 
     def _lab(self, vms: dict[str, tuple[str, str]]):
@@ -344,7 +348,10 @@ class InstanceVms:
     def sync_once(self):
         live = self.live()
         wanted = {}
-        for iid, (addr, name) in live.items():
+        now = time.time()
+        for iid, (addr, name, launched) in live.items():
+            if iid not in self.vms and now - launched < BOOT_AFTER_S:
+                continue  # booted on a later pass (BOOT_AFTER_S says why)
             wanted[iid] = (self.vm_name(iid), addr)
             self.names.setdefault(iid, name)
             if name:
