@@ -70,6 +70,7 @@ class Fsx:
     s3_bucket: str | None
     import_path: str | None
     export_path: str | None
+    availability_zone: str  # where its mounting pools' static nodes launch (one FSx is one subnet, one AZ)
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,7 @@ def fsx_filesystems(spec: ClusterSpec) -> tuple[Fsx, ...]:
                     link.bucket if link else None,
                     link.import_path if link else None,
                     (link.export_path or link.import_path) if link else None,
+                    eff.fsx_zone(spec, fs) or "",
                 )
             )
     return tuple(out)

@@ -142,6 +142,7 @@ def cloud_config(plan: ClusterPlan) -> dict | None:
                 "s3_bucket": f.s3_bucket,
                 "import_path": f.import_path,
                 "export_path": f.export_path,
+                "availability_zone": f.availability_zone,
             }
             for f in plan.fsx
         ],

@@ -12,6 +12,7 @@ from clusterctl.catalog.instances import InstanceType
 from clusterctl.spec.cluster import ClusterSpec
 from clusterctl.spec.fabric import Fabric
 from clusterctl.spec.pools import AwsPool, LocalPool, OnpremPool, Pool
+from clusterctl.spec.storage import SharedFS
 
 DEFAULT_GPUS_PER_NODE = 8
 LAB_FIRST_HOST = 10  # lab addresses start at .10: the controller; .1 is the host side of the lab bridge
@@ -158,3 +159,16 @@ def lab_gateway(spec: ClusterSpec) -> str:
 
 def total_gpus(spec: ClusterSpec, pools: Iterable[Pool] | None = None) -> int:
     return sum(max_nodes(p) * gpus_per_node(p) for p in (pools if pools is not None else spec.pools))
+
+
+def mounting_aws_pools(spec: ClusterSpec, fs: SharedFS) -> list[AwsPool]:
+    """The aws pools that mount a shared filesystem (its `pools`, or every pool when it names none)."""
+    names = set(fs.pools) if fs.pools is not None else None
+    return [p for p in spec.pools if isinstance(p, AwsPool) and (names is None or p.name in names)]
+
+
+def fsx_zone(spec: ClusterSpec, fs: SharedFS) -> str | None:
+    """The AZ an FSx for Lustre filesystem is created in (FSx for Lustre lives in one subnet, so one AZ): where the
+    static nodes of the first aws pool that mounts it launch, its first AZ. None without an aws pool."""
+    pools = mounting_aws_pools(spec, fs) or [p for p in spec.pools if isinstance(p, AwsPool)]
+    return pools[0].availability_zones[0] if pools else None

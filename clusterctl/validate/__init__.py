@@ -32,6 +32,7 @@ VALIDATORS = [
     fabric.FabricSpeedMatchesType(),
     fabric.EthernetAtScale(),
     storage.FsxCombination(),
+    storage.FsxInTheNodesAz(),
     storage.StoragePoolsExist(),
     storage.UniqueMounts(),
     storage.CheckpointTarget(),

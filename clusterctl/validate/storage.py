@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from clusterctl.core.findings import Finding
+from clusterctl.spec import effective as eff
 from clusterctl.spec.cluster import ClusterSpec
 
 from clusterctl.validate.base import Validator
@@ -49,6 +50,34 @@ class FsxCombination(Validator):
                     where + ("per_unit_storage_throughput",),
                     f"FSx {fs.deployment_type} per-unit throughput must be one of {', '.join(map(str, allowed))} MB/s/TiB, not {t}",
                 )
+
+
+class FsxInTheNodesAz(Validator):
+    """FSx for Lustre lives in one subnet, so one AZ (compile puts it where the first mounting pool's static nodes
+    launch). A mounting pool that starts in another AZ would read it across AZs on every I/O: latency and transfer
+    charges. Fallback AZs, tried only on capacity errors, are said, not refused."""
+
+    code = "fsx-az"
+
+    def check(self, spec: ClusterSpec) -> Iterable[Finding]:
+        index = {p.name: i for i, p in enumerate(spec.pools)}
+        for j, fs in enumerate(spec.storage.shared):
+            if not isinstance(fs, FsxLustreFS):
+                continue
+            pools, zone = eff.mounting_aws_pools(spec, fs), eff.fsx_zone(spec, fs)
+            for p in pools:
+                where = ("pools", index[p.name], "availability_zones")
+                first, *fallbacks = p.availability_zones
+                if first != zone:
+                    yield self.error(where + (0,), (
+                        f"pool {p.name} launches in {first}, but FSx {fs.mount_point} (storage.shared[{j}]) is created "
+                        f"in {zone}, the first AZ of pool {pools[0].name}: one FSx is one AZ, so these nodes would "
+                        f"read it across AZs. Start availability_zones with {zone}, or leave {p.name} out of "
+                        f"storage.shared[{j}].pools"))
+                elif [az for az in fallbacks if az != zone]:
+                    yield self.info(where, (
+                        f"nodes of pool {p.name} launched in its fallback AZs ({', '.join(fallbacks)}) reach FSx "
+                        f"{fs.mount_point} in {zone} across AZs"))
 
 
 class StoragePoolsExist(Validator):

@@ -18,6 +18,13 @@ def _aws(data, i=0):
     return data["pools"][i]
 
 
+def _second_pool_in(data, az):
+    """aws-p5-spot with its pool in us-east-1a only, and a second pool in `az` (both mount its FSx)."""
+    _aws(data)["availability_zones"] = ["us-east-1a"]
+    data["pools"].append({**_aws(data), "name": "p5b", "availability_zones": [az]})
+    data["scheduler"]["slurm"]["partitions"][0]["pools"].append("p5b")
+
+
 CASES = [
     # (code, example, edit, level, path)
     ("efa-not-aws", "lab.yaml", lambda d: d["fabric"].update(type="efa"), "error", "fabric.type"),
@@ -46,6 +53,8 @@ CASES = [
      "storage.shared[0].storage_capacity_gib"),
     ("fsx-invalid", "aws-p5-spot.yaml", lambda d: d["storage"]["shared"][0].update(per_unit_storage_throughput=200), "error",
      "storage.shared[0].per_unit_storage_throughput"),
+    ("fsx-az", "aws-p5-spot.yaml", lambda d: _second_pool_in(d, "us-east-1b"), "error", "pools[1].availability_zones[0]"),
+    ("fsx-az", "aws-p5-spot.yaml", lambda d: None, "info", "pools[0].availability_zones"),  # the fallback AZ
     ("market-reservation", "aws-p5-spot.yaml", lambda d: _aws(d).update(market="capacity-block"), "error",
      "pools[0].capacity_reservation_id"),
     ("market-fallback", "aws-p5-spot.yaml", lambda d: _aws(d).update(fallback_markets=["on-demand"]), "error",
@@ -178,3 +187,21 @@ def test_yaml_syntax_error_has_line():
 def test_duplicate_yaml_keys_rejected():
     loaded = load_text("name: x\nname: y\n")
     assert loaded.errors and loaded.errors[0].code == "yaml-syntax"
+
+
+def test_fsx_is_made_where_its_pools_start_and_other_pools_may_start_elsewhere():
+    """The FSx goes to the first AZ of the first aws pool that mounts it; a pool that does not mount it may start in
+    any AZ, and the stack config carries the AZ to the Pulumi program."""
+    from clusterctl.compile import compile_plan
+    from clusterctl.render.cloud import cloud_config
+
+    def two_pools(d):
+        d["pools"].insert(0, {**_aws(d), "name": "p5b", "availability_zones": ["us-east-1b"]})
+        d["storage"]["shared"][0]["pools"] = ["p5"]
+        d["scheduler"]["slurm"]["partitions"][0]["pools"] = ["p5", "p5b"]
+
+    loaded = load_dict(edited("aws-p5-spot.yaml", two_pools))
+    assert loaded.ok and not [f for f in loaded.findings if f.code == "fsx-az" and f.level.value != "info"]
+    plan = compile_plan(loaded.spec)
+    assert [f.availability_zone for f in plan.fsx] == ["us-east-1a"]
+    assert [f["availability_zone"] for f in cloud_config(plan)["clusterctl:fsx"]] == ["us-east-1a"]

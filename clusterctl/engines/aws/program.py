@@ -55,11 +55,12 @@ class AwsCluster(pulumi.ComponentResource):
         key_name = self.secrets.key_pair.key_name if self.secrets.key_pair else None
         sgs: list[Input[str]] = [self.security.efa.id]
 
-        # FSx sits in the subnet where the static nodes are (the first pool's first AZ): no cross-AZ traffic.
-        fsx_subnet = self.network.private_subnets[cfg.pools[0].primary_az].id
+        # Each FSx sits in the subnet where the static nodes of the pools that mount it launch (compile chose the AZ
+        # and validation refuses mounting pools that start elsewhere): no cross-AZ traffic.
         fsx_sg = self.security.fsx  # made when cfg.fsx has filesystems
         self.filesystems = {
-            f.mount_point: Lustre(f"{name}-fsx{i}", LustreArgs(f, fsx_subnet, [fsx_sg.id], tags), child)
+            f.mount_point: Lustre(f"{name}-fsx{i}", LustreArgs(
+                f, self.network.private_subnets[f.availability_zone].id, [fsx_sg.id], tags), child)
             for i, f in enumerate(cfg.fsx)
         } if fsx_sg else {}
 

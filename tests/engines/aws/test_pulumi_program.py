@@ -110,6 +110,19 @@ def test_fsx_throughput_capacity_and_s3_association():
     assert lustre_in == {(988, 988), (1018, 1023)}
 
 
+def test_fsx_is_made_in_the_az_of_the_pools_that_mount_it():
+    """One FSx is one subnet: it goes where the static nodes of its mounting pools launch, not where the spec's first
+    aws pool happens to be."""
+    def edit(d):
+        d["pools"][0]["availability_zones"] = ["us-east-1a"]
+        d["pools"].insert(0, {**d["pools"][0], "name": "p5b", "availability_zones": ["us-east-1b"], "count": 1})
+        d["storage"]["shared"][0]["pools"] = ["p5"]
+        d["scheduler"]["slurm"]["partitions"][0]["pools"] = ["p5", "p5b"]
+    _, rec = run_spec(spec_of("aws-p5-spot.yaml", edit))
+    fs = rec.one("aws:fsx/lustreFileSystem:LustreFileSystem")
+    assert fs.inputs["subnetIds"] == "p5spot-us-east-1a-id"  # pulumi-aws 7: FSx for Lustre takes one subnet
+
+
 def test_fsx_scratch_uses_import_path_and_no_throughput():
     def edit(d):
         d["storage"]["shared"][0].update(deployment_type="SCRATCH_2", storage_capacity_gib=2400, per_unit_storage_throughput=None)
