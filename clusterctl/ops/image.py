@@ -4,7 +4,8 @@ converge applies only what is theirs (hostname, addresses, munge key, mounts, sl
 Per pool: a throwaway builder node on the lab's network runs the same playbook as `up` with
 clusterctl_image_build set, which leaves out what belongs to one node (the munge key and the daemons that need it,
 slurmd, shared mounts, the NVMe cache); the stopped builder's root is baked (identity removed) and recorded with
-the hash of its inputs. A pool whose recorded image is current is not rebuilt; a failed build records nothing.
+the hash of its inputs. A pool whose recorded image is current is not rebuilt; a failed build records nothing. The
+images a build replaces are removed once no node boots from them (kept in the record as retired until then).
 """
 
 from __future__ import annotations
@@ -103,6 +104,9 @@ def build_images(compiled: Compiled, console: Console, names: list[str], quiet: 
                     raise ImageError(f"the image build of pool {pool_name} failed, nothing recorded: {why}")
 
             path = lab.build_image(node, converge, lab_image.image_dir(lab.spec, pool.name, digest))
-            images.record(state.backend, pool.name, {"image": str(path), "inputs_hash": digest})
+            retired = lab_image.retire(images.recorded(state.backend, pool.name), str(path), lab.lowers_in_use(),
+                                       lab.spec, log)
+            images.record(state.backend, pool.name,
+                          {"image": str(path), "inputs_hash": digest, **({"retired": retired} if retired else {})})
             out.append(PoolImage(pool.name, str(path), digest, True, round(time.monotonic() - t0, 1)))
     return out

@@ -5,7 +5,8 @@ Its own lab (cluster `img`, subnet 10.221.0.0/24, its own state dir, two compute
 order: the image of pool gpu is built (a builder node boots from the base rootfs, the roles run in image mode, the
 stopped builder's root is baked), holds the packages and no identity, and a second build finds it current; `up`
 boots the nodes from it and their converge installs no package, only per-node configuration; a builder whose
-converge fails leaves no image and no builder behind.
+converge fails leaves no image and no builder behind; a rebuild after a version change keeps the image the nodes
+still boot from.
 """
 
 from __future__ import annotations
@@ -125,3 +126,20 @@ def test_a_failed_build_leaves_no_image_and_no_builder(env, built):
     assert not (d / "state" / "img" / "lab" / "nodes" / node.name).exists()
     assert node.name not in known_hosts(d)
     assert images.recorded(state.backend, "gpu")["image"] == built["images"][0]["image"]  # the good one stays
+
+
+def test_a_rebuild_keeps_the_image_its_nodes_still_boot_from(env, built):
+    """After a version change the pool's image is rebuilt; gpu001 and gpu002 still overlay the first image, so it
+    stays on disk, recorded as retired (a later build removes it once no node uses it)."""
+    e, d, spec = env
+    data = _spec_data()
+    data.setdefault("software", {})["nvidia_driver"] = "575.57.08"
+    spec2 = d / "img-575.yaml"
+    spec2.write_text(to_yaml(data))
+    r = json.loads(clusterctl("image", "build", spec2, "--output", "json", env=e).stdout)
+    (img,) = r["images"]
+    first = built["images"][0]["image"]
+    assert img["built"] is True and img["image"] != first and Path(img["image"]).is_dir()
+    assert Path(first).is_dir()
+    state = ClusterState("img", root=d / "state")
+    assert images.recorded(state.backend, "gpu")["retired"] == [first]

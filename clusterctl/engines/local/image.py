@@ -5,12 +5,14 @@ boot from instead of the bare debootstrap base, so their converge applies only w
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Callable
 from pathlib import Path
 
 from clusterctl.compile.model import ClusterPlan, PoolPlan
 from clusterctl.core.resources import resource_dir
 from clusterctl.engines import images
 from clusterctl.engines.local import rootfs
+from clusterctl.engines.local.mounts import remove_tree
 from clusterctl.engines.local.errors import LabError
 from clusterctl.engines.local.spec import LabNode, LabSpec
 from clusterctl.render.ansible import all_vars, pool_vars
@@ -49,3 +51,23 @@ def builder(pool: PoolPlan, lab: LabSpec) -> LabNode:
     if free is None:
         raise LabError(f"lab subnet {lab.subnet} has no free address for the image builder of pool {pool.name}")
     return LabNode(f"{pool.name}{BUILDER_SUFFIX}"[:63].rstrip("-"), free, pool.gpus_per_node)
+
+
+def retire(previous: dict | None, new: str, in_use: set[str], lab: LabSpec, log: Callable[[str], None]) -> list[str]:
+    """After `new` is built: remove the pool's images it replaces (the previously recorded one and those retired
+    before) that no node of the lab boots from; a node's overlay keeps its image as lower while the node exists, so
+    one in use is kept and returned, to be retired by a later build. Only directories of the lab's image cache are
+    ever removed, whatever the record says."""
+    if not previous:
+        return []
+    kept = []
+    for old in dict.fromkeys([*previous.get("retired", []), previous.get("image", "")]):
+        path = Path(old)
+        if not old or old == new or path.parent != lab.cache_dir / "images" or not path.is_dir():
+            continue
+        if old in in_use:
+            kept.append(old)
+            continue
+        remove_tree(path)
+        log(f"removed the image it replaces: {old}")
+    return kept

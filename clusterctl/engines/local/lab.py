@@ -154,6 +154,16 @@ class Lab:
                 if self.known_hosts.exists():
                     sshkeys.write_known_hosts(self.known_hosts, known)
 
+    def lowers_in_use(self) -> set[str]:
+        """The root filesystems (base or node image) the lab's node overlays are made on, running or not: each stays
+        a node's lower for as long as the node exists (_prepare_root)."""
+        out = set()
+        for name in self._known_node_names():
+            meta = self._paths(name).meta
+            if meta.exists():
+                out.add(str(json.loads(meta.read_text())["lower"]))
+        return out
+
     def _binds(self) -> tuple[str, ...]:
         binds = aptcache.binds(self.spec.cache_dir)
         if self.spec.shared_home is not None:

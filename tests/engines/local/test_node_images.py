@@ -62,3 +62,39 @@ def test_baking_copies_the_root_without_its_identity(tmp_path):
         assert not (dest / gone).exists(), gone
     assert (root / "etc/munge/munge.key").exists()  # the builder's root is not touched
     assert not list(Path(tmp_path / "images").glob(".build-*"))
+
+
+def test_a_build_removes_the_images_it_replaces_once_no_node_boots_from_them(tmp_path, monkeypatch):
+    monkeypatch.setenv("CLUSTERCTL_CACHE_DIR", str(tmp_path / "cache"))
+    plan, state, lab = _lab(tmp_path)
+    made = {}
+    for tag in ("a", "b", "c", "new"):
+        made[tag] = lab_image.image_dir(lab.spec, "gpu", tag * 16)
+        (made[tag] / "etc").mkdir(parents=True)
+    outside = tmp_path / "elsewhere"  # a record naming a path outside the image cache: never removed
+    outside.mkdir()
+    previous = {"image": str(made["c"]), "retired": [str(made["a"]), str(made["b"]), str(outside)]}
+    logged = []
+    kept = lab_image.retire(previous, str(made["new"]), {str(made["b"])}, lab.spec, logged.append)
+    assert kept == [str(made["b"])]  # a node's overlay still has it as lower: retired, not removed
+    assert not made["a"].exists() and not made["c"].exists()
+    assert made["b"].is_dir() and made["new"].is_dir() and outside.is_dir()
+    assert len(logged) == 2
+    # The next build removes it once no node uses it; rebuilding the same inputs never removes the image itself.
+    assert lab_image.retire({"image": str(made["new"]), "retired": kept}, str(made["new"]), set(), lab.spec,
+                            logged.append) == []
+    assert not made["b"].exists() and made["new"].is_dir()
+    assert lab_image.retire(None, str(made["new"]), set(), lab.spec, logged.append) == []
+
+
+def test_the_lab_knows_which_root_each_node_overlays_running_or_not(tmp_path, monkeypatch):
+    import json
+
+    monkeypatch.setenv("CLUSTERCTL_CACHE_DIR", str(tmp_path / "cache"))
+    _, _, lab = _lab(tmp_path)
+    assert lab.lowers_in_use() == set()
+    for name, lower in (("gpu001", "/img/x"), ("gone-node", "/img/y")):  # gone-node: left the spec, dir still there
+        d = lab.spec.state_dir / "nodes" / name
+        d.mkdir(parents=True)
+        (d / "node.json").write_text(json.dumps({"lower": lower}))
+    assert lab.lowers_in_use() == {"/img/x", "/img/y"}
