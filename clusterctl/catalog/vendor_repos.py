@@ -29,6 +29,11 @@ DOCA_GUIDE = "https://docs.nvidia.com/doca/sdk/DOCA-Host+Installation+and+Upgrad
 # (1.40.0), Ubuntu 20.04 (1.43.0) and Debian 11 (1.51.0), leaving Debian 12 and Ubuntu 22.04/24.04 supported.
 EFA_SOURCE = "https://github.com/aws/aws-parallelcluster-cookbook/pull/1481.patch"
 EFA_OS_SOURCE = "https://docs.amazonaws.cn/en_us/AWSEC2/latest/UserGuide/efa-changelog.md"
+# The installer's signing key beside the tarballs, a detached `<tarball>.sig` per release, and the key's fingerprint:
+# AWS's EC2 User Guide, "Get started with EFA and NCCL", step "Install the EFA software" (optional verification).
+EFA_KEY_SOURCE = "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-start-nccl.html"
+EFA_KEY_FILE = "aws-efa-installer.key"
+EFA_KEY_FINGERPRINT = "4E9091BCBB97A96B26B15E59A05480B1DD2D3CCC"
 LUSTRE_SOURCE = "https://web-docs.gsi.de/~vpenso/notes/posts/hpc/storage/lustre.html"
 
 
@@ -38,12 +43,14 @@ class VendorRepo:
     os: str
     root: str  # the vendor's host and top directory: what `mirrors.<component>.url` replaces
     path: str  # below root; may hold {version} (the component's pinned version from software:)
-    key_file: str | None  # the signing key's file name inside path; None: the vendor publishes none we could confirm
+    key_file: str | None  # the signing key's file name (apt: inside path; tarball: beside it, at root); None: the
+    # vendor publishes none we could confirm
     suite: str = "./"  # flat repositories ("deb URL ./"); CUDA's uses "/"
     kind: str = "apt"  # apt | tarball (EFA installer)
     confirmed: bool = True
     source: str = ""
     note: str = ""
+    key_fingerprint: str | None = None  # tarball: the vendor key's primary fingerprint, pinned (its own key only)
 
 
 def _cuda(os: str) -> VendorRepo:
@@ -65,8 +72,8 @@ def _doca(os: str, label: str) -> VendorRepo:
 
 def _efa(os: str) -> VendorRepo:
     return VendorRepo(
-        "efa", os, "https://efa-installer.amazonaws.com", "aws-efa-installer-{version}.tar.gz", None, kind="tarball",
-        source=f"{EFA_SOURCE} {EFA_OS_SOURCE}",
+        "efa", os, "https://efa-installer.amazonaws.com", "aws-efa-installer-{version}.tar.gz", EFA_KEY_FILE,
+        kind="tarball", source=f"{EFA_SOURCE} {EFA_OS_SOURCE} {EFA_KEY_SOURCE}", key_fingerprint=EFA_KEY_FINGERPRINT,
     )
 
 
@@ -86,7 +93,7 @@ TABLE: dict[tuple[str, str], VendorRepo | None] = {
         None, confirmed=False, source=LUSTRE_SOURCE, note="packages from downloads.whamcloud.com; no signing key confirmed",
     ),
     ("lustre", "ubuntu2404"): None,
-    # The EFA installer is a tarball, not a repository (AWS publishes no signing key we could confirm: fetched over https).
+    # The EFA installer is a tarball, not a repository: verified with its detached signature against AWS's key.
     ("efa", "debian12"): _efa("debian12"),
     ("efa", "ubuntu2204"): _efa("ubuntu2204"),
     ("efa", "ubuntu2404"): _efa("ubuntu2404"),

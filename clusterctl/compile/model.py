@@ -109,9 +109,10 @@ class Repo:
     kind: str  # apt | tarball
     url: str  # apt: the repository URL; tarball: the file's URL
     suite: str  # apt suite ("/" or "./")
-    key_url: str | None  # the signing key (apt: required; tarball: None where the vendor publishes none we confirmed)
+    key_url: str | None  # the signing key (required: nothing unsigned is installed)
     keyring: str  # /usr/share/keyrings/<keyring>.gpg
     mirror: bool  # True: from the spec's mirrors:, False: the vendor's public location
+    key_fingerprint: str | None = None  # tarball signed with the vendor's own key: its pinned primary fingerprint
 
 
 @dataclass(frozen=True)

@@ -33,14 +33,17 @@ def resolve(spec: ClusterSpec, component: str, os: str) -> Repo | None:
     if row is None:
         return None
     path = row.path.format(version=version)
-    if mirror is not None:
-        url, key = _join(mirror.url, path), mirror.key_url
-    else:
-        url = _join(row.root, path)
-        key = _join(row.root, path) + row.key_file if row.key_file else None
-    if row.kind == "apt" and key is None:
-        return None  # never an unsigned repository
-    return Repo(component, row.kind, url, row.suite, key, vr.keyring_name(component), mirror is not None)
+    root = mirror.url if mirror is not None else row.root
+    url = _join(root, path)
+    # The vendor's key: an apt repository's inside its directory, a tarball's beside the tarballs (a mirror of them
+    # carries it too); a mirror's own key_url replaces it, and then the site's key signs, not the vendor's.
+    vendor_key = (url if row.kind == "apt" else _join(root, "")) + row.key_file if row.key_file else None
+    own_key = mirror is not None and (mirror.key_url is not None or row.kind == "apt")
+    key = mirror.key_url if mirror is not None and own_key else vendor_key
+    if key is None:
+        return None  # never an unsigned repository or tarball
+    pinned = None if own_key else row.key_fingerprint
+    return Repo(component, row.kind, url, row.suite, key, vr.keyring_name(component), mirror is not None, pinned)
 
 
 def installs_nvidia_stack(spec: ClusterSpec, pool: Pool, repos: tuple[Repo, ...]) -> bool:

@@ -111,16 +111,20 @@ def _cache(plan: ClusterPlan, pool_name: str | None) -> dict | None:
     }
 
 
-def _repo(r: Repo) -> dict:
-    return {"component": r.component, "kind": r.kind, "url": r.url, "suite": r.suite, "key_url": r.key_url,
-            "keyring": r.keyring, "mirror": r.mirror}
+def repo_vars(r: Repo) -> dict:
+    """One repository or tarball as the roles read it (vendor_repo, efa)."""
+    out = {"component": r.component, "kind": r.kind, "url": r.url, "suite": r.suite, "key_url": r.key_url,
+           "keyring": r.keyring, "mirror": r.mirror}
+    if r.kind == "tarball":
+        out["key_fingerprint"] = r.key_fingerprint
+    return out
 
 
 def _repos(repos: tuple[Repo, ...]) -> dict:
     """Vendor repositories as data: apt ones for the vendor_repo role, tarballs (EFA installer) by component."""
     return {
-        "clusterctl_repos": [_repo(r) for r in repos if r.kind == "apt"],
-        "clusterctl_downloads": {r.component: _repo(r) for r in repos if r.kind == "tarball"},
+        "clusterctl_repos": [repo_vars(r) for r in repos if r.kind == "apt"],
+        "clusterctl_downloads": {r.component: repo_vars(r) for r in repos if r.kind == "tarball"},
     }
 
 

@@ -22,7 +22,9 @@ class Mirror(SpecModel):
         policy=D,
     )
     key_url: RepoUrl | None = spec_field(
-        None, description="URL of the OpenPGP key the repository is signed with (required: unsigned repositories are refused).",
+        None, description="URL of the OpenPGP key the repository is signed with (required: unsigned repositories are "
+        "refused). For efa, optional: without it the mirror holds AWS's aws-efa-installer.key and AWS's fingerprint is "
+        "pinned; with it, the site's key signs the tarballs (<tarball>.sig).",
         policy=D,
     )
 
@@ -31,7 +33,9 @@ class Mirrors(SpecModel):
     cuda: Mirror | None = spec_field(None, description="NVIDIA CUDA repository (driver, Fabric Manager, CUDA, NCCL).", policy=D)
     doca: Mirror | None = spec_field(None, description="NVIDIA DOCA-Host repository (DOCA-OFED).", policy=D)
     lustre: Mirror | None = spec_field(None, description="Lustre client packages.", policy=D)
-    efa: Mirror | None = spec_field(None, description="AWS EFA installer tarball location.", policy=D)
+    efa: Mirror | None = spec_field(
+        None, description="AWS EFA installer location: the directory holding aws-efa-installer-<version>.tar.gz and its "
+        ".sig.", policy=D)
     slurm: Mirror | None = spec_field(
         None, description="Slurm packages of the pinned release where the distro ships another one.", policy=D
     )

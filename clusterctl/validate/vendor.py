@@ -60,7 +60,8 @@ class VendorBuildsForDistro(Validator):
 
 
 class MirrorsSigned(Validator):
-    """Every apt repository is signed: a mirror names its key, and an upstream without a published key needs a mirror."""
+    """Every apt repository is signed: a mirror names its key, and an upstream without a published key needs a mirror.
+    An EFA mirror may leave key_url out: it then copies AWS's release, key included, and AWS's fingerprint is pinned."""
 
     code = "repo-unsigned"
 

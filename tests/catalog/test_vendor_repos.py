@@ -41,12 +41,13 @@ EXPECTED = {
     ("lustre", "ubuntu2404"): None,
     # EFA installer URL: https://github.com/aws/aws-parallelcluster-cookbook/pull/1481.patch; distros supported:
     # https://docs.amazonaws.cn/en_us/AWSEC2/latest/UserGuide/efa-changelog.md (Debian 10, Ubuntu 20.04, Debian 11
-    # dropped; Debian 12 and Ubuntu 22.04/24.04 remain).
-    ("efa", "debian12"): (f"{EFA}/aws-efa-installer-1.38.1.tar.gz", None, "tarball",
-                          "https://docs.amazonaws.cn/en_us/AWSEC2/latest/UserGuide/efa-changelog.md"),
-    ("efa", "ubuntu2204"): (f"{EFA}/aws-efa-installer-1.38.1.tar.gz", None, "tarball",
+    # dropped; Debian 12 and Ubuntu 22.04/24.04 remain). Its key, aws-efa-installer.key beside the tarballs, and the
+    # detached <tarball>.sig: https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-start-nccl.html.
+    ("efa", "debian12"): (f"{EFA}/aws-efa-installer-1.38.1.tar.gz", f"{EFA}/aws-efa-installer.key", "tarball",
+                          "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-start-nccl.html"),
+    ("efa", "ubuntu2204"): (f"{EFA}/aws-efa-installer-1.38.1.tar.gz", f"{EFA}/aws-efa-installer.key", "tarball",
                             "https://docs.amazonaws.cn/en_us/AWSEC2/latest/UserGuide/efa-changelog.md"),
-    ("efa", "ubuntu2404"): (f"{EFA}/aws-efa-installer-1.38.1.tar.gz", None, "tarball",
+    ("efa", "ubuntu2404"): (f"{EFA}/aws-efa-installer-1.38.1.tar.gz", f"{EFA}/aws-efa-installer.key", "tarball",
                             "https://docs.amazonaws.cn/en_us/AWSEC2/latest/UserGuide/efa-changelog.md"),
     # SchedMD publishes no apt repository: the distro's Slurm, or a site mirror.
     ("slurm", "debian12"): None,
@@ -103,3 +104,22 @@ def test_a_site_build_where_the_vendor_has_none():
 
 def test_a_mirror_without_a_key_adds_no_repository():
     assert resolve(_spec(lustre={"url": "https://mirror.example.com/lustre"}), "lustre", "ubuntu2204") is None
+
+
+def test_the_efa_installer_is_verified_against_aws_key_unless_the_site_names_its_own():
+    """AWS's key (fingerprint from the EC2 User Guide's EFA install steps) is pinned wherever the key is AWS's: at
+    AWS, or beside the tarballs on a mirror that copies them; a mirror naming its own key_url is the site's to sign."""
+    aws = resolve(_spec(), "efa", "debian12")
+    assert aws.key_fingerprint == "4E9091BCBB97A96B26B15E59A05480B1DD2D3CCC"
+    copied = resolve(_spec(efa={"url": "https://mirror.example.com/efa/"}), "efa", "debian12")
+    assert copied.url == "https://mirror.example.com/efa/aws-efa-installer-1.38.1.tar.gz"
+    assert copied.key_url == "https://mirror.example.com/efa/aws-efa-installer.key"
+    assert copied.key_fingerprint == aws.key_fingerprint and copied.mirror
+    own = resolve(_spec(efa={"url": "https://mirror.example.com/efa", "key_url": "https://mirror.example.com/site.asc"}),
+                  "efa", "debian12")
+    assert own.key_url == "https://mirror.example.com/site.asc" and own.key_fingerprint is None
+    # The site's key, even where it sits under AWS's file name: named by the site, so not pinned to AWS's.
+    renamed = resolve(_spec(efa={"url": "https://m.example.com/efa", "key_url": "https://m.example.com/efa/aws-efa-installer.key"}),
+                      "efa", "debian12")
+    assert renamed.key_fingerprint is None
+    assert resolve(_spec(), "cuda", "debian12").key_fingerprint is None  # apt repositories: keyring per repository

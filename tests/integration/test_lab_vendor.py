@@ -27,6 +27,9 @@ import pytest
 from clusterctl.engines.ansible.runner import PlaybookRun, run_playbook
 from clusterctl.ops.access import access_for
 from clusterctl.compile import compile_plan
+from clusterctl.compile.vendor import resolve
+from clusterctl.core.resources import resource_dir
+from clusterctl.render.ansible import repo_vars
 from clusterctl.state import ClusterState
 from clusterctl.state.secrets import ensure_munge_key, playbook_vars
 from clusterctl.validate import load_text, load_valid
@@ -168,6 +171,74 @@ def test_second_run_changes_nothing_and_skips_kernel_tasks_by_name(lab):
         assert task in skipped.get("gpu001", set()), (task, sorted(skipped.get("gpu001", set())))
     assert "Fabric Manager" not in skipped.get("gpu001", set())
     assert installed(lab, "gpu001", "nvidia-open-570") == {"nvidia-open-570": f"{DRIVER}-1"}
+
+
+def _efa_role(env, lab, node, mirror: dict) -> tuple:
+    """The efa role alone on one lab node, in real mode, with clusterctl_downloads.efa as compile makes it from
+    `mirrors.efa` (lab pools never have an EFA fabric, so site.yml would skip it); the node shares the host's kernel,
+    as site.yml says with clusterctl_own_kernel. Returns the run's result and the tasks it changed."""
+    e, d, _ = env
+    plan, access, state = lab[:3]
+    spec = load_text(to_yaml({**_spec_data(lab[4]), "mirrors": {"efa": mirror}})).spec
+    download = repo_vars(resolve(spec, "efa", "debian12"))
+    play = d / "efa-only.yml"
+    play.write_text(to_yaml([{"hosts": node, "gather_facts": False,
+                              "roles": [str(resource_dir("playbooks") / "roles" / "efa")]}]))
+    changed: list[str] = []
+
+    def record(event):
+        if event.get("event") == "runner_on_ok" and event.get("event_data", {}).get("res", {}).get("changed"):
+            changed.append(event["event_data"].get("task", ""))
+
+    extravars = {**playbook_vars(ensure_munge_key(state)), "clusterctl_fabric": "efa", "clusterctl_own_kernel": False,
+                 "clusterctl_downloads": {"efa": download}}
+    result = run_playbook(PlaybookRun(build_dir=state.dir / "build", playbook=str(play), extravars=extravars,
+                                      ssh=access.ssh, limit=node), record)
+    return result, changed
+
+
+def test_the_efa_installer_runs_only_when_its_signature_holds(env, lab):
+    """The stand-in EFA release (tests/standins/efa_installer.py) beside the CUDA stand-in. A copy whose tarball was
+    altered after signing, and a mirror without its own key (so AWS's key fingerprint is pinned) are refused before
+    anything is unpacked; the signed release installs for real, without the kernel module on a container, records its
+    version, and a second run changes nothing."""
+    from tests.standins import efa_installer as efa
+
+    e, d, _ = env
+    url = lab[4]
+    packages = efa.debs()
+    pinned = {deb.name: deb.version for sub in ("", "rdma-core") for deb in packages[sub]}  # efa-driver: the kmod
+    good = efa.build(d / "repos")
+    name = f"aws-efa-installer-{efa.VERSION}.tar.gz"
+    bad = d / "repos" / "efa-altered"
+    bad.mkdir()
+    for f in (name, f"{name}.sig", efa.KEY_FILE):
+        (bad / f).write_bytes((good / f).read_bytes())
+    with open(bad / name, "ab") as fh:
+        fh.write(b"\0")  # one byte after signing
+    own_key = {"key_url": f"{url}/efa/{efa.KEY_FILE}"}
+    refused = (({"url": f"{url}/efa-altered", **own_key}, "The EFA installer's signature holds", "BAD signature"),
+               ({"url": f"{url}/efa"}, "The EFA installer is signed by the pinned key", "4E9091BCBB97A96B26B15E59A05480B1DD2D3CCC"))
+    for mirror, task, why in refused:
+        result, _ = _efa_role(env, lab, "gpu002", mirror)
+        assert not result.ok and [(f.task, why in f.message) for f in result.failures] == [(task, True)], result.failures
+        assert on(lab, "gpu002", f"test -e {efa.RECORD}", check=False).returncode == 1
+        # rdma-core is Debian's there (the rdma role); none of the release's packages went in
+        assert {p: v for p, v in installed(lab, "gpu002", *pinned).items() if v == pinned[p]} == {}
+        assert on(lab, "gpu002", "test -e /var/tmp/clusterctl-efa/aws-efa-installer", check=False).returncode == 1
+
+    result, changed = _efa_role(env, lab, "gpu001", {"url": f"{url}/efa", **own_key})
+    assert result.ok, result.failures
+    assert "Run the EFA installer" in changed, changed
+    record = on(lab, "gpu001", f"cat {efa.RECORD}").stdout.splitlines()
+    assert record[:3] == [f"# EFA installer version: {efa.VERSION}", "# Debug packages installed: no",
+                          "# Packages installed:"], record
+    assert installed(lab, "gpu001", *pinned, "efa") == pinned  # the release's own rdma-core; no kmod (--skip-kmod)
+    for lib in ("libnccl-net-ofi.so", "libnccl-ofi-tuner.so"):  # where the rendered NCCL env looks for them
+        on(lab, "gpu001", f"test -f /opt/amazon/ofi-nccl/lib/x86_64-linux-gnu/{lib}")
+    assert on(lab, "gpu001", "test -e /var/tmp/clusterctl-efa", check=False).returncode == 1
+    again, changed = _efa_role(env, lab, "gpu001", {"url": f"{url}/efa", **own_key})
+    assert again.ok and again.recap["gpu001"]["changed"] == 0, changed
 
 
 def test_driver_upgrade_rolls_node_by_node_around_a_running_job(env, lab):

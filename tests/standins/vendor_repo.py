@@ -165,7 +165,7 @@ def build_deb(deb: Deb, out_dir: Path, work: Path) -> Path:
     return deb_path
 
 
-def _gpg(home: Path, *args: str) -> subprocess.CompletedProcess:
+def run_gpg(home: Path, *args: str) -> subprocess.CompletedProcess:
     return _run(["gpg", "--homedir", str(home), "--batch", "--no-tty", "--pinentry-mode", "loopback", "--passphrase", "",
                  *args])
 
@@ -184,10 +184,10 @@ def build(root: Path) -> Path:
     release = _run(["apt-ftparchive", "-o", "APT::FTPArchive::Release::Origin=clusterctl stand-in (NVIDIA CUDA layout)",
                     "-o", "APT::FTPArchive::Release::Label=clusterctl stand-in", "release", "."], cwd=index).stdout
     (index / "Release").write_text(release)
-    _gpg(home, "--quick-generate-key", "clusterctl stand-in vendor repository <standin@invalid>", "rsa2048", "sign", "never")
-    _gpg(home, "--clearsign", "-o", str(index / "InRelease"), str(index / "Release"))
-    _gpg(home, "--armor", "--detach-sign", "-o", str(index / "Release.gpg"), str(index / "Release"))
-    (index / KEY_FILE).write_text(_gpg(home, "--armor", "--export").stdout)
+    run_gpg(home, "--quick-generate-key", "clusterctl stand-in vendor repository <standin@invalid>", "rsa2048", "sign", "never")
+    run_gpg(home, "--clearsign", "-o", str(index / "InRelease"), str(index / "Release"))
+    run_gpg(home, "--armor", "--detach-sign", "-o", str(index / "Release.gpg"), str(index / "Release"))
+    (index / KEY_FILE).write_text(run_gpg(home, "--armor", "--export").stdout)
     stop_agent(home)
     return index
 
