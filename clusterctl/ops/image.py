@@ -6,6 +6,7 @@ clusterctl_image_build set, which leaves out what belongs to one node (the munge
 slurmd, shared mounts, the NVMe cache); the stopped builder's root is baked (identity removed) and recorded with
 the hash of its inputs. A pool whose recorded image is current is not rebuilt; a failed build records nothing. The
 images a build replaces are removed once no node boots from them (kept in the record as retired until then).
+Once a pool has an image, `up` rebuilds it first when it went stale and the pool gets a new node (stale_for_new_nodes).
 """
 
 from __future__ import annotations
@@ -68,45 +69,68 @@ def chosen_pools(compiled: Compiled, names: list[str]) -> list[str]:
 
 def build_images(compiled: Compiled, console: Console, names: list[str], quiet: bool = False,
                  fast: bool = True) -> list[PoolImage]:
+    chosen = chosen_pools(compiled, names)
+    state = ClusterState.for_spec(compiled.spec)
+    with state.lock("image build"):
+        return build_pools(compiled, state, console, chosen, quiet, fast)
+
+
+def stale_for_new_nodes(compiled: Compiled, state: ClusterState) -> list[str]:
+    """Lab pools `up` rebuilds the image of before booting: a pool that has an image (its user ran `image build`),
+    whose recorded image is no longer what the spec and roles make, and that gets a node this `up` creates. Nodes
+    that exist keep the root they were made on; a pool never built boots the base rootfs, as before."""
+    from clusterctl.engines.local import image as lab_image
+    from clusterctl.engines.local.provider import lab_for
+
+    plan = compiled.plan
+    pools = [p for p in plan.pools if traits(p).lab and images.recorded(state.backend, p.name)]
+    if not pools:
+        return []
+    lab = lab_for(plan, state, lambda msg: None).spec
+    made = lab.state_dir / "nodes"
+    return [p.name for p in pools if lab_image.current_image(state.backend, plan, p, lab) is None
+            and any(not (made / n.name / "node.json").exists() for n in plan.nodes_of(p.name))]
+
+
+def build_pools(compiled: Compiled, state: ClusterState, console: Console, chosen: list[str], quiet: bool,
+                fast: bool = True) -> list[PoolImage]:
+    """Build the chosen lab pools' images (a current one is kept); the caller holds the cluster's lock."""
     from clusterctl.engines.local import image as lab_image
 
-    chosen = chosen_pools(compiled, names)
     plan = compiled.plan
-    state = ClusterState.for_spec(compiled.spec)
     log = (lambda msg: None) if quiet else (lambda msg: console.print(f"  {msg}", highlight=False, markup=False))
     out = []
-    with state.lock("image build"):
-        build = state.dir / "image-build"  # not the applied build's directory: `up` and `plan` own that one
-        write_build(compiled.files, build)
-        access = access_for(plan, state, log, [p for p in providers_for(compiled.spec) if p.name == "local"])
-        lab = access.lab
-        assert lab is not None  # the chosen pools are lab pools
-        extravars = {**playbook_vars(ensure_munge_key(state)), IMAGE_VAR: True}
-        for pool in (plan.pool(n) for n in chosen):
-            t0 = time.monotonic()
-            digest = lab_image.inputs(plan, pool, lab.spec)
-            current = lab_image.current_image(state.backend, plan, pool, lab.spec)
-            if current:
-                log(f"pool {pool.name}: image {current} is current")
-                out.append(PoolImage(pool.name, current, digest, False, 0.0))
-                continue
-            node = lab_image.builder(pool, lab.spec)
-            inventory = build / "ansible" / f"image-{pool.name}.yml"
-            inventory.write_text(builder_inventory(plan, pool, node.name, node.address))
-            run = PlaybookRun(build_dir=build, extravars=extravars, ssh=access.ssh, fast=fast, limit=node.name,
-                              inventory=inventory)
+    build = state.dir / "image-build"  # not the applied build's directory: `up` and `plan` own that one
+    write_build(compiled.files, build)
+    access = access_for(plan, state, log, [p for p in providers_for(compiled.spec) if p.name == "local"])
+    lab = access.lab
+    assert lab is not None  # the chosen pools are lab pools
+    extravars = {**playbook_vars(ensure_munge_key(state)), IMAGE_VAR: True}
+    for pool in (plan.pool(n) for n in chosen):
+        t0 = time.monotonic()
+        digest = lab_image.inputs(plan, pool, lab.spec)
+        current = lab_image.current_image(state.backend, plan, pool, lab.spec)
+        if current:
+            log(f"pool {pool.name}: image {current} is current")
+            out.append(PoolImage(pool.name, current, digest, False, 0.0))
+            continue
+        node = lab_image.builder(pool, lab.spec)
+        inventory = build / "ansible" / f"image-{pool.name}.yml"
+        inventory.write_text(builder_inventory(plan, pool, node.name, node.address))
+        run = PlaybookRun(build_dir=build, extravars=extravars, ssh=access.ssh, fast=fast, limit=node.name,
+                          inventory=inventory)
 
-            def converge(run: PlaybookRun = run, pool_name: str = pool.name) -> None:
-                with Progress(console, f"image of pool {pool_name}", quiet=quiet) as progress:
-                    result = run_playbook(run, on_event=progress.event)
-                if not result.ok:
-                    why = "; ".join(f"{f.task}: {f.message}" for f in result.failures[:3]) or result.status
-                    raise ImageError(f"the image build of pool {pool_name} failed, nothing recorded: {why}")
+        def converge(run: PlaybookRun = run, pool_name: str = pool.name) -> None:
+            with Progress(console, f"image of pool {pool_name}", quiet=quiet) as progress:
+                result = run_playbook(run, on_event=progress.event)
+            if not result.ok:
+                why = "; ".join(f"{f.task}: {f.message}" for f in result.failures[:3]) or result.status
+                raise ImageError(f"the image build of pool {pool_name} failed, nothing recorded: {why}")
 
-            path = lab.build_image(node, converge, lab_image.image_dir(lab.spec, pool.name, digest))
-            retired = lab_image.retire(images.recorded(state.backend, pool.name), str(path), lab.lowers_in_use(),
-                                       lab.spec, log)
-            images.record(state.backend, pool.name,
-                          {"image": str(path), "inputs_hash": digest, **({"retired": retired} if retired else {})})
-            out.append(PoolImage(pool.name, str(path), digest, True, round(time.monotonic() - t0, 1)))
+        path = lab.build_image(node, converge, lab_image.image_dir(lab.spec, pool.name, digest))
+        retired = lab_image.retire(images.recorded(state.backend, pool.name), str(path), lab.lowers_in_use(),
+                                   lab.spec, log)
+        images.record(state.backend, pool.name,
+                      {"image": str(path), "inputs_hash": digest, **({"retired": retired} if retired else {})})
+        out.append(PoolImage(pool.name, str(path), digest, True, round(time.monotonic() - t0, 1)))
     return out

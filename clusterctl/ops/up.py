@@ -18,6 +18,7 @@ from clusterctl.engines.ansible.progress import Progress, print_recap
 from clusterctl.engines.ansible.result import RunResult
 from clusterctl.engines.ansible.runner import PlaybookRun, run_playbook
 from clusterctl.ops.access import Access, access_for
+from clusterctl.ops.image import build_pools, stale_for_new_nodes
 from clusterctl.state.secrets import ensure_munge_key, playbook_vars
 from clusterctl.ops.phases import Phases
 from clusterctl.ops.smoke import SmokeResult, run_smoke
@@ -47,6 +48,7 @@ class UpReport:
     error: str | None = None
     batches: list[dict] = field(default_factory=list)  # rolling changes: each drained batch and when
     phases: Phases = field(default_factory=Phases)
+    images: list[dict] = field(default_factory=list)  # node images rebuilt first (ops.image.stale_for_new_nodes)
 
     @property
     def ok(self) -> bool:
@@ -61,6 +63,7 @@ class UpReport:
             "smoke": [s.to_dict() for s in self.smoke],
             "batches": self.batches,
             "phases": self.phases.to_dict(),
+            "images": self.images,
             "plays": self.converge.plays if self.converge else [],
             "summary": summary_dict(plan, access),
         }
@@ -132,6 +135,11 @@ def up(compiled: Compiled, console: Console, quiet: bool = False, fast: bool = T
         plan, files = compiled.plan, compiled.files
         build = state.dir / "build"
         write_build(files, build)
+        stale = stale_for_new_nodes(compiled, state)
+        if stale:  # before access: the nodes' roots are chosen from the images current then
+            log(f"node image of {', '.join(stale)} is stale and new nodes boot from it: rebuilding it first")
+            with timed("image build"):
+                report.images = [i.to_dict() for i in build_pools(compiled, state, console, stale, quiet, fast)]
         access = access_for(plan, state, log, providers)
         with timed("boot"):
             for p in providers:

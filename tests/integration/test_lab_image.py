@@ -6,7 +6,7 @@ order: the image of pool gpu is built (a builder node boots from the base rootfs
 stopped builder's root is baked), holds the packages and no identity, and a second build finds it current; `up`
 boots the nodes from it and their converge installs no package, only per-node configuration; a builder whose
 converge fails leaves no image and no builder behind; a rebuild after a version change keeps the image the nodes
-still boot from.
+still boot from; and `up` of a grown pool whose image went stale rebuilds it before the new node boots.
 """
 
 from __future__ import annotations
@@ -143,3 +143,30 @@ def test_a_rebuild_keeps_the_image_its_nodes_still_boot_from(env, built):
     assert Path(first).is_dir()
     state = ClusterState("img", root=d / "state")
     assert images.recorded(state.backend, "gpu")["retired"] == [first]
+
+
+def test_up_rebuilds_a_stale_image_before_a_new_node_boots_from_it(env, built):
+    """Another version change and a third node: `up` rebuilds the pool's image first (timed as a phase, listed in its
+    report), gpu003 boots from the new image, gpu001/gpu002 keep the root they were made on."""
+    e, d, spec = env
+    data = _spec_data()
+    data["pools"][0]["count"] = 3
+    data.setdefault("software", {})["nvidia_driver"] = "580.95.05"
+    grown = d / "img-grown.yaml"
+    grown.write_text(to_yaml(data))
+    r = clusterctl("up", grown, "--output", "json", env=e, check=False)
+    report = json.loads(r.stdout)
+    assert report["ok"], report["error"] or report["converge"]["failures"]
+    (img,) = report["images"]
+    assert img["pool"] == "gpu" and img["built"] is True and "image build" in report["phases"]
+    lowers = {n: json.loads((d / "state" / "img" / "lab" / "nodes" / n / "node.json").read_text())["lower"]
+              for n in ("gpu001", "gpu002", "gpu003")}
+    first = built["images"][0]["image"]
+    assert lowers == {"gpu001": first, "gpu002": first, "gpu003": img["image"]}, lowers
+    changed = [c["task"] for c in report["converge"]["changes"] if c["host"] == "gpu003"]
+    assert not [t for t in changed if t in INSTALLS], changed
+    state = ClusterState("img", root=d / "state")
+    assert images.recorded(state.backend, "gpu")["retired"] == [first]  # still gpu001's and gpu002's lower
+    # Nothing left to rebuild: the next `up` finds the image current.
+    again = json.loads(clusterctl("up", grown, "--output", "json", env=e).stdout)
+    assert again["images"] == [] and "image build" not in again["phases"]

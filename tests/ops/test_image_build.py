@@ -61,3 +61,33 @@ def test_plan_says_whether_each_recorded_image_is_current(tmp_path, monkeypatch)
     spec.write_text(to_yaml(data))
     r = clusterctl("plan", spec, env=env, check=False)
     assert "image of pool gpu: stale" in r.stdout and "clusterctl image build" in r.stdout
+
+
+def test_up_rebuilds_only_a_built_pools_stale_image_and_only_for_new_nodes(tmp_path, monkeypatch):
+    """Which pools `up` rebuilds first: none that were never built; a built one only once stale and only while some
+    node of it is still to be made (existing nodes keep the root they were made on)."""
+    from clusterctl.engines import images
+    from clusterctl.engines.local import image as lab_image
+    from clusterctl.engines.local.provider import lab_for
+    from clusterctl.ops.image import stale_for_new_nodes
+    from clusterctl.state import ClusterState
+
+    monkeypatch.setenv("CLUSTERCTL_CACHE_DIR", str(tmp_path / "cache"))
+    compiled = Compiled.of(spec_of("lab.yaml"))
+    state = ClusterState("lab", root=tmp_path / "state")
+    assert stale_for_new_nodes(compiled, state) == []  # never built: the base rootfs, as before
+    lab = lab_for(compiled.plan, state, lambda m: None).spec
+    path = lab_image.image_dir(lab, "gpu", "0" * 64)
+    path.mkdir(parents=True)
+    images.record(state.backend, "gpu", {"image": str(path), "inputs_hash": "0" * 64})  # not what the spec makes
+    assert stale_for_new_nodes(compiled, state) == ["gpu"]
+    nodes = [n.name for n in compiled.plan.nodes_of("gpu")]
+    for name in nodes:
+        (lab.state_dir / "nodes" / name).mkdir(parents=True)
+        (lab.state_dir / "nodes" / name / "node.json").write_text("{}")
+    assert stale_for_new_nodes(compiled, state) == []  # every node exists: nothing boots from it at this up
+    (lab.state_dir / "nodes" / nodes[-1] / "node.json").unlink()
+    assert stale_for_new_nodes(compiled, state) == ["gpu"]
+    digest = lab_image.inputs(compiled.plan, compiled.plan.pool("gpu"), lab)
+    images.record(state.backend, "gpu", {"image": str(path), "inputs_hash": digest})
+    assert stale_for_new_nodes(compiled, state) == []  # current
