@@ -50,7 +50,7 @@ def _live_lines(r: PlanReport) -> list[str]:
             out.append(f"image of pool {img['pool']}: current ({img['image']})")
         else:
             out.append(f"image of pool {img['pool']}: stale (roles, role variables or base changed since it was "
-                       f"built); new nodes boot the base rootfs until `clusterctl image build` rebuilds it")
+                       f"built); `clusterctl up` rebuilds it before it creates a node of the pool, or `clusterctl image build` now")
     if r.cloud is not None:
         if not r.cloud.get("checked"):
             out.append(f"cloud: not previewed: {r.cloud['reason']}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from clusterctl.compile.model import ClusterPlan, Mount, Node, PoolPlan, Repo
+from clusterctl.core.providers import traits
 from clusterctl.render import layout
 from clusterctl.render.slurm import runs_slurmdbd
 from clusterctl.render.yamlout import dump_ansible_yaml
@@ -134,6 +135,7 @@ def controller_vars(plan: ClusterPlan) -> dict:
         "clusterctl_node_mounts": [_mount(m) for m in plan.mounts],
         "clusterctl_node_cache": None,
         "clusterctl_os": plan.controller_os,
+        "clusterctl_own_kernel": not traits(plan.controller).lab,
         **_repos(plan.controller_repos),
     }
 
@@ -151,6 +153,7 @@ def pool_vars(plan: ClusterPlan, pool: PoolPlan) -> dict:
         "clusterctl_health_file": layout.HEALTH_CONF.format(pool=pool.name),
         "clusterctl_os": pool.os,
         "clusterctl_nvidia_stack": pool.nvidia_stack,
+        "clusterctl_own_kernel": not traits(pool).lab,
         **_repos(pool.repos),
     }
 

@@ -173,28 +173,32 @@ def test_second_run_changes_nothing_and_skips_kernel_tasks_by_name(lab):
     assert installed(lab, "gpu001", "nvidia-open-570") == {"nvidia-open-570": f"{DRIVER}-1"}
 
 
-def _efa_role(env, lab, node, mirror: dict) -> tuple:
-    """The efa role alone on one lab node, in real mode, with clusterctl_downloads.efa as compile makes it from
-    `mirrors.efa` (lab pools never have an EFA fabric, so site.yml would skip it); the node shares the host's kernel,
-    as site.yml says with clusterctl_own_kernel. Returns the run's result and the tasks it changed."""
+def _roles_alone(env, lab, node, roles: list[str], extravars: dict) -> tuple:
+    """Some roles alone on one lab node, in real mode, over the lab's build (its group_vars apply); returns the
+    run's result and the tasks it changed."""
     e, d, _ = env
     plan, access, state = lab[:3]
-    spec = load_text(to_yaml({**_spec_data(lab[4]), "mirrors": {"efa": mirror}})).spec
-    download = repo_vars(resolve(spec, "efa", "debian12"))
-    play = d / "efa-only.yml"
+    play = d / f"{'-'.join(roles)}-only.yml"
     play.write_text(to_yaml([{"hosts": node, "gather_facts": False,
-                              "roles": [str(resource_dir("playbooks") / "roles" / "efa")]}]))
+                              "roles": [str(resource_dir("playbooks") / "roles" / r) for r in roles]}]))
     changed: list[str] = []
 
     def record(event):
         if event.get("event") == "runner_on_ok" and event.get("event_data", {}).get("res", {}).get("changed"):
             changed.append(event["event_data"].get("task", ""))
 
-    extravars = {**playbook_vars(ensure_munge_key(state)), "clusterctl_fabric": "efa", "clusterctl_own_kernel": False,
-                 "clusterctl_downloads": {"efa": download}}
-    result = run_playbook(PlaybookRun(build_dir=state.dir / "build", playbook=str(play), extravars=extravars,
-                                      ssh=access.ssh, limit=node), record)
+    result = run_playbook(PlaybookRun(build_dir=state.dir / "build", playbook=str(play), ssh=access.ssh, limit=node,
+                                      extravars={**playbook_vars(ensure_munge_key(state)), **extravars}), record)
     return result, changed
+
+
+def _efa_role(env, lab, node, mirror: dict) -> tuple:
+    """The efa role alone on one lab node, in real mode, with clusterctl_downloads.efa as compile makes it from
+    `mirrors.efa` (lab pools never have an EFA fabric, so site.yml would skip it); the node shares the host's kernel,
+    as site.yml says with clusterctl_own_kernel. Returns the run's result and the tasks it changed."""
+    spec = load_text(to_yaml({**_spec_data(lab[4]), "mirrors": {"efa": mirror}})).spec
+    download = repo_vars(resolve(spec, "efa", "debian12"))
+    return _roles_alone(env, lab, node, ["efa"], {"clusterctl_fabric": "efa", "clusterctl_downloads": {"efa": download}})
 
 
 def test_the_efa_installer_runs_only_when_its_signature_holds(env, lab):
@@ -241,6 +245,36 @@ def test_the_efa_installer_runs_only_when_its_signature_holds(env, lab):
     assert again.ok and again.recap["gpu001"]["changed"] == 0, changed
 
 
+def test_the_lustre_client_installs_the_pinned_release_from_a_signed_site_build(env, lab):
+    """The stand-in of a site's own signed Lustre build for Debian 12 (tests/standins/lustre_repo.py) through
+    mirrors.lustre: vendor_repo adds it signed, lustre_client installs exactly 2.15.6-1 (not the 2.15.60-1 beside it)
+    and holds it, writes one LNet line for the node's Lustre filesystems, and skips the DKMS module by
+    clusterctl_own_kernel on a container. A second run changes nothing. (No Lustre server here: nothing mounts.)"""
+    from tests.standins import lustre_repo as lr
+
+    e, d, _ = env
+    url = lab[4]
+    lr.build(d / "repos")
+    mirror = {"url": f"{url}/lustre", "key_url": f"{url}/lustre/{lr.REPO_PATH}/{lr.KEY_FILE}"}
+    spec = load_text(to_yaml({**_spec_data(url), "mirrors": {"lustre": mirror}})).spec
+    mounts = [{"kind": "lustre", "source": f"10.220.0.250@tcp:/fs{i}", "path": f"/lustre{i}", "options": "flock",
+               "lnet_networks": "tcp0(eth0)"} for i in (1, 2)]
+    extravars = {"clusterctl_repos": [repo_vars(resolve(spec, "lustre", "debian12"))], "clusterctl_node_mounts": mounts}
+    result, changed = _roles_alone(env, lab, "gpu002", ["vendor_repo", "lustre_client"], extravars)
+    assert result.ok, result.failures
+    assert f"Lustre client utilities {lr.RELEASE}" in changed, changed
+    assert installed(lab, "gpu002", "lustre-client-utils", "lustre-client-modules-dkms") == {
+        "lustre-client-utils": f"{lr.RELEASE}-1"}
+    assert "lustre-client-utils" in on(lab, "gpu002", "apt-mark showhold").stdout.split()
+    assert f"Candidate: {lr.NEWER}-1" in on(lab, "gpu002", "apt-cache policy lustre-client-utils").stdout
+    conf = on(lab, "gpu002", "cat /etc/modprobe.d/lustre.conf").stdout
+    assert conf == "# Installed by clusterctl\noptions lnet networks=tcp0(eth0)\n", conf
+    sources = on(lab, "gpu002", "cat /etc/apt/sources.list.d/clusterctl-lustre.list").stdout
+    assert "[signed-by=/usr/share/keyrings/clusterctl-lustre.gpg]" in sources and "trusted" not in sources, sources
+    again, changed = _roles_alone(env, lab, "gpu002", ["vendor_repo", "lustre_client"], extravars)
+    assert again.ok and again.recap["gpu002"]["changed"] == 0, changed
+
+
 def test_driver_upgrade_rolls_node_by_node_around_a_running_job(env, lab):
     e, d, _ = env
     url = lab[4]
@@ -274,7 +308,7 @@ def test_driver_upgrade_rolls_node_by_node_around_a_running_job(env, lab):
         assert smi == [NEW_DRIVER] * 8, (node, smi)
         assert installed(lab, node, *new_pkgs) == {p: f"{NEW_DRIVER}-1" for p in new_pkgs}, node
         assert installed(lab, node, *DRIVER_PKGS[:1], *DRIVER_PKGS[2:]) == {}, node  # the 570 branch is gone
-        held = set(on(lab, node, "apt-mark showhold").stdout.split())
+        held = {p for p in on(lab, node, "apt-mark showhold").stdout.split() if "nvidia" in p}  # (gpu002 holds Lustre too)
         assert held == set(new_pkgs), (node, held)  # the pins moved together
         r = on(lab, node, "systemctl is-active nvidia-persistenced nvidia-fabricmanager", check=False)
         assert r.stdout.split() == ["active", "active"], (node, r.stdout)

@@ -69,14 +69,18 @@ def test_driver_install_pins_every_package_to_the_driver_version_and_holds_the_b
 
 
 # Tasks that need a kernel of the node's own: lab nodes (containers) skip them by clusterctl_own_kernel, by name.
-KERNEL_ONLY = {"nvidia_driver": ("Kernel headers for the driver's DKMS modules", "Load nvidia-peermem now")}
+KERNEL_ONLY = {"nvidia_driver": ("Kernel headers for the driver's DKMS modules", "Load nvidia-peermem now"),
+               "lustre_client": ("Lustre client kernel modules (DKMS)",)}
 
 
 def test_kernel_only_tasks_are_skipped_on_lab_nodes_by_a_named_condition():
-    site = yaml.safe_load((PLAYBOOKS / "site.yml").read_text())
-    compute = next(p for p in site if p.get("hosts") == "compute")
-    assert "clusterctl_own_kernel" in compute["vars"]
-    assert "'local'" in compute["vars"]["clusterctl_own_kernel"]
+    from clusterctl.render.ansible import controller_vars, pool_vars
+    from tests.helpers import plan_of
+
+    for example, own in (("lab.yaml", False), ("onprem-64xh100-ib.yaml", True), ("aws-p5-spot.yaml", True)):
+        plan = plan_of(example)  # every node group's vars say it, controller included (it mounts Lustre too)
+        assert {pool_vars(plan, p)["clusterctl_own_kernel"] for p in plan.pools} == {own}, example
+        assert controller_vars(plan)["clusterctl_own_kernel"] is own, example
     for role, names in KERNEL_ONLY.items():
         tasks = {t.get("name", ""): t for f, t in _all_tasks() if f.parts[-3] == role}
         for name in names:

@@ -179,17 +179,23 @@ def build(root: Path) -> Path:
     home.mkdir(mode=0o700)
     for deb in all_debs():
         build_deb(deb, index, work)
+    publish(index, home, "clusterctl stand-in (NVIDIA CUDA layout)", KEY_FILE)
+    return index
+
+
+def publish(index: Path, home: Path, origin: str, key_file: str) -> None:
+    """Make `index` (a directory of .debs) a flat apt repository signed by a throw-away key (InRelease and
+    Release.gpg), the key published in it as `key_file`."""
     packages = _run(["apt-ftparchive", "packages", "."], cwd=index).stdout
     (index / "Packages").write_text(packages)
-    release = _run(["apt-ftparchive", "-o", "APT::FTPArchive::Release::Origin=clusterctl stand-in (NVIDIA CUDA layout)",
+    release = _run(["apt-ftparchive", "-o", f"APT::FTPArchive::Release::Origin={origin}",
                     "-o", "APT::FTPArchive::Release::Label=clusterctl stand-in", "release", "."], cwd=index).stdout
     (index / "Release").write_text(release)
     run_gpg(home, "--quick-generate-key", "clusterctl stand-in vendor repository <standin@invalid>", "rsa2048", "sign", "never")
     run_gpg(home, "--clearsign", "-o", str(index / "InRelease"), str(index / "Release"))
     run_gpg(home, "--armor", "--detach-sign", "-o", str(index / "Release.gpg"), str(index / "Release"))
-    (index / KEY_FILE).write_text(run_gpg(home, "--armor", "--export").stdout)
+    (index / key_file).write_text(run_gpg(home, "--armor", "--export").stdout)
     stop_agent(home)
-    return index
 
 
 def stop_agent(home: Path) -> None:
