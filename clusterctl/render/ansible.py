@@ -6,6 +6,7 @@ from dataclasses import replace
 
 from clusterctl.compile.model import ClusterPlan, Mount, Node, PoolPlan, Repo
 from clusterctl.core.providers import traits
+from clusterctl.spec.effective import lnet_line
 from clusterctl.render import layout
 from clusterctl.render.slurm import runs_slurmdbd
 from clusterctl.render.yamlout import dump_ansible_yaml
@@ -133,6 +134,7 @@ def controller_vars(plan: ClusterPlan) -> dict:
     # The login node mounts every shared filesystem (users stage data there); it has no dataset cache.
     return {
         "clusterctl_node_mounts": [_mount(m) for m in plan.mounts],
+        "clusterctl_lnet_networks": lnet_line(m.lnet_networks for m in plan.mounts),
         "clusterctl_node_cache": None,
         "clusterctl_os": plan.controller_os,
         "clusterctl_own_kernel": not traits(plan.controller).lab,
@@ -143,6 +145,7 @@ def controller_vars(plan: ClusterPlan) -> dict:
 def pool_vars(plan: ClusterPlan, pool: PoolPlan) -> dict:
     return {
         "clusterctl_node_mounts": [_mount(m) for m in plan.mounts if pool.name in m.pools],
+        "clusterctl_lnet_networks": lnet_line(m.lnet_networks for m in plan.mounts if pool.name in m.pools),
         "clusterctl_node_cache": _cache(plan, pool.name),
         "clusterctl_pool": pool.name,
         "clusterctl_gpus": pool.gpus_per_node,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from ipaddress import IPv4Network
 from typing import Iterable
 
@@ -172,3 +173,26 @@ def fsx_zone(spec: ClusterSpec, fs: SharedFS) -> str | None:
     static nodes of the first aws pool that mounts it launch, its first AZ. None without an aws pool."""
     pools = mounting_aws_pools(spec, fs) or [p for p in spec.pools if isinstance(p, AwsPool)]
     return pools[0].availability_zones[0] if pools else None
+
+
+_LNET_ENTRY = re.compile(r"((?:tcp|o2ib|kfi|efa|gni)[0-9]{0,3})(\([^)]*\))?")
+
+
+def lnet_entries(networks: str) -> list[tuple[str, str, str]]:
+    """An LNet networks line (schema-checked: spec/types.LnetNetworks) as (network, interfaces, entry) per entry.
+    The network is normalised as LNet reads it (`tcp` is `tcp0`); interfaces may hold commas: o2ib1(ib1,ib2)."""
+    out = []
+    for m in _LNET_ENTRY.finditer(networks):
+        net = m.group(1) if m.group(1)[-1].isdigit() else m.group(1) + "0"
+        out.append((net, (m.group(2) or "")[1:-1], m.group(0)))
+    return out
+
+
+def lnet_line(lines: Iterable[str | None]) -> str | None:
+    """One `networks=` value for a node's Lustre filesystems: every network once, in first-mention order (LNet
+    refuses a network named twice; validation refuses one network given two interface lists)."""
+    seen: dict[str, str] = {}
+    for line in lines:
+        for net, _ifaces, entry in lnet_entries(line or ""):
+            seen.setdefault(net, entry)
+    return ",".join(seen.values()) or None

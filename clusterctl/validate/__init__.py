@@ -33,6 +33,7 @@ VALIDATORS = [
     fabric.EthernetAtScale(),
     storage.FsxCombination(),
     storage.FsxInTheNodesAz(),
+    storage.LnetNetworksAgree(),
     storage.StoragePoolsExist(),
     storage.UniqueMounts(),
     storage.CheckpointTarget(),

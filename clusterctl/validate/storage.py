@@ -9,7 +9,7 @@ from clusterctl.spec import effective as eff
 from clusterctl.spec.cluster import ClusterSpec
 
 from clusterctl.validate.base import Validator
-from clusterctl.spec.storage import FsxLustreFS
+from clusterctl.spec.storage import FsxLustreFS, LustreFS
 from clusterctl.core.providers import traits
 
 # FSx for Lustre API reference (CreateFileSystemLustreConfiguration.PerUnitStorageThroughput, StorageCapacity).
@@ -78,6 +78,29 @@ class FsxInTheNodesAz(Validator):
                     yield self.info(where, (
                         f"nodes of pool {p.name} launched in its fallback AZs ({', '.join(fallbacks)}) reach FSx "
                         f"{fs.mount_point} in {zone} across AZs"))
+
+
+class LnetNetworksAgree(Validator):
+    """A node mounting several Lustre filesystems gets one LNet networks line (compile merges them); a network that two
+    of them give different interfaces cannot be written as one, and LNet would refuse it named twice."""
+
+    code = "lnet-conflict"
+
+    def check(self, spec: ClusterSpec) -> Iterable[Finding]:
+        every = [p.name for p in spec.pools]
+        for pool in every:
+            seen: dict[str, tuple[int, str]] = {}  # network -> (index in storage.shared, interfaces)
+            for j, fs in enumerate(spec.storage.shared):
+                if not isinstance(fs, LustreFS) or not fs.lnet_networks or pool not in (fs.pools or every):
+                    continue
+                for net, ifaces, entry in eff.lnet_entries(fs.lnet_networks):
+                    first = seen.setdefault(net, (j, ifaces))
+                    if first[1] != ifaces:
+                        yield self.error(("storage", "shared", j, "lnet_networks"), (
+                            f"LNet network {net} is {entry} here but has interfaces ({first[1]}) in "
+                            f"storage.shared[{first[0]}].lnet_networks, and pool {pool} mounts both: a node takes one "
+                            f"interface list per network"))
+                        return
 
 
 class StoragePoolsExist(Validator):

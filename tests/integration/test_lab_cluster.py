@@ -262,14 +262,14 @@ VENDOR_TASKS = {
         "nvidia_driver": "Driver 570",
         "cuda": "CUDA toolkit",
         "nccl": "NCCL 2",
-        "lustre_client": "Lustre client utilities 2",
+        "lustre_client": "Lustre client 2",
     },
     "aws-p5-spot.yaml": {
         "efa": "Download the EFA installer",
         "nvidia_driver": "Driver 570",
         "cuda": "CUDA toolkit",
         "nccl": "NCCL 2",
-        "lustre_client": "Lustre client utilities 2",
+        "lustre_client": "Lustre client 2",
     },
 }
 

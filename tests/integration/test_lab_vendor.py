@@ -30,6 +30,7 @@ from clusterctl.compile import compile_plan
 from clusterctl.compile.vendor import resolve
 from clusterctl.core.resources import resource_dir
 from clusterctl.render.ansible import repo_vars
+from clusterctl.spec.effective import lnet_line
 from clusterctl.state import ClusterState
 from clusterctl.state.secrets import ensure_munge_key, playbook_vars
 from clusterctl.validate import load_text, load_valid
@@ -258,17 +259,18 @@ def test_the_lustre_client_installs_the_pinned_release_from_a_signed_site_build(
     mirror = {"url": f"{url}/lustre", "key_url": f"{url}/lustre/{lr.REPO_PATH}/{lr.KEY_FILE}"}
     spec = load_text(to_yaml({**_spec_data(url), "mirrors": {"lustre": mirror}})).spec
     mounts = [{"kind": "lustre", "source": f"10.220.0.250@tcp:/fs{i}", "path": f"/lustre{i}", "options": "flock",
-               "lnet_networks": "tcp0(eth0)"} for i in (1, 2)]
-    extravars = {"clusterctl_repos": [repo_vars(resolve(spec, "lustre", "debian12"))], "clusterctl_node_mounts": mounts}
+               "lnet_networks": nets} for i, nets in ((1, "tcp0(eth0)"), (2, "tcp(eth0),o2ib1(ib1,ib2)"))]
+    extravars = {"clusterctl_repos": [repo_vars(resolve(spec, "lustre", "debian12"))], "clusterctl_node_mounts": mounts,
+                 "clusterctl_lnet_networks": lnet_line(m["lnet_networks"] for m in mounts)}  # as render merges them
     result, changed = _roles_alone(env, lab, "gpu002", ["vendor_repo", "lustre_client"], extravars)
     assert result.ok, result.failures
-    assert f"Lustre client utilities {lr.RELEASE}" in changed, changed
+    assert f"Lustre client {lr.RELEASE}" in changed, changed
     assert installed(lab, "gpu002", "lustre-client-utils", "lustre-client-modules-dkms") == {
         "lustre-client-utils": f"{lr.RELEASE}-1"}
     assert "lustre-client-utils" in on(lab, "gpu002", "apt-mark showhold").stdout.split()
     assert f"Candidate: {lr.NEWER}-1" in on(lab, "gpu002", "apt-cache policy lustre-client-utils").stdout
     conf = on(lab, "gpu002", "cat /etc/modprobe.d/lustre.conf").stdout
-    assert conf == "# Installed by clusterctl\noptions lnet networks=tcp0(eth0)\n", conf
+    assert conf == "# Installed by clusterctl\noptions lnet networks=tcp0(eth0),o2ib1(ib1,ib2)\n", conf
     sources = on(lab, "gpu002", "cat /etc/apt/sources.list.d/clusterctl-lustre.list").stdout
     assert "[signed-by=/usr/share/keyrings/clusterctl-lustre.gpg]" in sources and "trusted" not in sources, sources
     again, changed = _roles_alone(env, lab, "gpu002", ["vendor_repo", "lustre_client"], extravars)

@@ -1,5 +1,7 @@
 """Each validator: a spec that breaks its rule gets its finding (with the field path and YAML line); the examples don't."""
 
+import copy
+
 import pytest
 
 from clusterctl.validate import VALIDATORS, load_file, load_text
@@ -23,6 +25,14 @@ def _second_pool_in(data, az):
     _aws(data)["availability_zones"] = ["us-east-1a"]
     data["pools"].append({**_aws(data), "name": "p5b", "availability_zones": [az]})
     data["scheduler"]["slurm"]["partitions"][0]["pools"].append("p5b")
+
+
+def _two_lustre(data, first, second):
+    """onprem-64xh100-ib with a second Lustre filesystem, both mounted by its pool, with these LNet networks."""
+    fs = data["storage"]["shared"][0]
+    fs["lnet_networks"] = first
+    data["storage"]["shared"].insert(1, {**copy.deepcopy(fs), "fs_name": "scratch", "mount_point": "/scratch",
+                                         "lnet_networks": second})
 
 
 CASES = [
@@ -55,6 +65,8 @@ CASES = [
      "storage.shared[0].per_unit_storage_throughput"),
     ("fsx-az", "aws-p5-spot.yaml", lambda d: _second_pool_in(d, "us-east-1b"), "error", "pools[1].availability_zones[0]"),
     ("fsx-az", "aws-p5-spot.yaml", lambda d: None, "info", "pools[0].availability_zones"),  # the fallback AZ
+    ("lnet-conflict", "onprem-64xh100-ib.yaml", lambda d: _two_lustre(d, "o2ib0(ib0)", "tcp0(eth0),o2ib(ib1)"), "error",
+     "storage.shared[1].lnet_networks"),
     ("market-reservation", "aws-p5-spot.yaml", lambda d: _aws(d).update(market="capacity-block"), "error",
      "pools[0].capacity_reservation_id"),
     ("market-fallback", "aws-p5-spot.yaml", lambda d: _aws(d).update(fallback_markets=["on-demand"]), "error",
@@ -205,3 +217,27 @@ def test_fsx_is_made_where_its_pools_start_and_other_pools_may_start_elsewhere()
     plan = compile_plan(loaded.spec)
     assert [f.availability_zone for f in plan.fsx] == ["us-east-1a"]
     assert [f["availability_zone"] for f in cloud_config(plan)["clusterctl:fsx"]] == ["us-east-1a"]
+
+
+def test_lustre_filesystems_on_one_node_share_one_lnet_line():
+    """Compile merges a node's LNet networks (each network once: `tcp` is `tcp0`, interfaces may hold commas); the
+    same network with the same interfaces in two filesystems is fine, and one not mounted together never conflicts."""
+    from clusterctl.compile import compile_plan
+    from clusterctl.render.ansible import pool_vars
+    from clusterctl.spec.effective import lnet_line
+
+    assert lnet_line(["o2ib0(ib0,ib1)", None, "tcp(eth0),o2ib0(ib0,ib1)"]) == "o2ib0(ib0,ib1),tcp(eth0)"
+    assert lnet_line([None]) is None
+    loaded = load_dict(edited("onprem-64xh100-ib.yaml", lambda d: _two_lustre(d, "o2ib0(ib0,ib1)", "o2ib(ib0,ib1),tcp0(eth0)")))
+    assert loaded.ok, [f.message for f in loaded.errors]
+    plan = compile_plan(loaded.spec)
+    assert pool_vars(plan, plan.pools[0])["clusterctl_lnet_networks"] == "o2ib0(ib0,ib1),tcp0(eth0)"
+
+    def apart(d):
+        _two_lustre(d, "o2ib0(ib0)", "o2ib0(ib1)")
+        d["pools"].append({**copy.deepcopy(d["pools"][0]), "name": "other",
+                           "hosts": [{"names": "other01", "addresses": "10.20.9.1"}]})
+        d["storage"]["shared"][0]["pools"], d["storage"]["shared"][1]["pools"] = ["gpu"], ["other"]
+        d["scheduler"]["slurm"]["partitions"][0]["pools"].append("other")
+
+    assert "lnet-conflict" not in codes(load_dict(edited("onprem-64xh100-ib.yaml", apart)))

@@ -77,7 +77,10 @@ class Lustre(pulumi.ComponentResource):
             f"{name}-fs", deployment_type=c.deployment_type, storage_capacity=c.storage_capacity_gib,
             storage_type="SSD", file_system_type_version=LUSTRE_VERSION,
             subnet_ids=args.subnet_id,  # pulumi-aws 7: one subnet id (FSx for Lustre supports exactly one)
-            security_group_ids=args.security_group_ids, tags={**args.tags, "Name": name}, opts=child, **extra)
+            security_group_ids=args.security_group_ids, tags={**args.tags, "Name": name},
+            # A filesystem's subnet is fixed: a new one replaces it, data and all. Where the AZ rule moves (a fix,
+            # or a mounting pool's AZs edited), the existing filesystem stays; only a new one goes where the rule says.
+            opts=ResourceOptions.merge(child, ResourceOptions(ignore_changes=["subnet_ids"])), **extra)
         self.association = None
         if c.s3_bucket and persistent_2:
             s3: aws.fsx.DataRepositoryAssociationS3ArgsDict = {"auto_import_policy": {"events": DRA_EVENTS}}

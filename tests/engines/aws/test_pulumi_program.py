@@ -9,6 +9,7 @@ import json
 import runpy
 
 import pulumi
+import pulumi_aws
 import pytest
 import yaml
 
@@ -121,6 +122,21 @@ def test_fsx_is_made_in_the_az_of_the_pools_that_mount_it():
     _, rec = run_spec(spec_of("aws-p5-spot.yaml", edit))
     fs = rec.one("aws:fsx/lustreFileSystem:LustreFileSystem")
     assert fs.inputs["subnetIds"] == "p5spot-us-east-1a-id"  # pulumi-aws 7: FSx for Lustre takes one subnet
+
+
+def test_an_existing_fsx_is_never_moved_to_another_subnet(monkeypatch):
+    """Moving an FSx filesystem replaces it, data and all: its subnet is ignored once it exists (Pulumi keeps the
+    state's value), so a changed AZ rule places only new filesystems."""
+    seen = []
+    real = pulumi_aws.fsx.LustreFileSystem.__init__
+
+    def record(self, name, *args, opts=None, **kwargs):
+        seen.append(opts.ignore_changes if opts else None)
+        real(self, name, *args, opts=opts, **kwargs)
+
+    monkeypatch.setattr(pulumi_aws.fsx.LustreFileSystem, "__init__", record)
+    run_spec(spec_of("aws-p5-spot.yaml"))
+    assert seen == [["subnet_ids"]]
 
 
 def test_fsx_scratch_uses_import_path_and_no_throughput():
