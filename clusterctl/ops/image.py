@@ -86,10 +86,10 @@ def stale_for_new_nodes(compiled: Compiled, state: ClusterState) -> list[str]:
     pools = [p for p in plan.pools if traits(p).lab and images.recorded(state.backend, p.name)]
     if not pools:
         return []
-    lab = lab_for(plan, state, lambda msg: None).spec
-    made = lab.state_dir / "nodes"
-    return [p.name for p in pools if lab_image.current_image(state.backend, plan, p, lab) is None
-            and any(not (made / n.name / "node.json").exists() for n in plan.nodes_of(p.name))]
+    lab = lab_for(plan, state, lambda msg: None)
+    made = lab.made_nodes()
+    return [p.name for p in pools if lab_image.current_image(state.backend, plan, p, lab.spec) is None
+            and any(n.name not in made for n in plan.nodes_of(p.name))]
 
 
 def build_pools(compiled: Compiled, state: ClusterState, console: Console, chosen: list[str], quiet: bool,

@@ -14,6 +14,7 @@ from clusterctl.spec.cluster import ClusterSpec
 from clusterctl.spec.fabric import Fabric
 from clusterctl.spec.pools import AwsPool, LocalPool, OnpremPool, Pool
 from clusterctl.spec.storage import SharedFS
+from clusterctl.spec.types import LND
 
 DEFAULT_GPUS_PER_NODE = 8
 LAB_FIRST_HOST = 10  # lab addresses start at .10: the controller; .1 is the host side of the lab bridge
@@ -162,10 +163,13 @@ def total_gpus(spec: ClusterSpec, pools: Iterable[Pool] | None = None) -> int:
     return sum(max_nodes(p) * gpus_per_node(p) for p in (pools if pools is not None else spec.pools))
 
 
+def mounting_pools(spec: ClusterSpec, fs: SharedFS) -> list[Pool]:
+    """The pools that mount a shared filesystem: its `pools`, or every pool when it names none."""
+    return [p for p in spec.pools if fs.pools is None or p.name in fs.pools]
+
+
 def mounting_aws_pools(spec: ClusterSpec, fs: SharedFS) -> list[AwsPool]:
-    """The aws pools that mount a shared filesystem (its `pools`, or every pool when it names none)."""
-    names = set(fs.pools) if fs.pools is not None else None
-    return [p for p in spec.pools if isinstance(p, AwsPool) and (names is None or p.name in names)]
+    return [p for p in mounting_pools(spec, fs) if isinstance(p, AwsPool)]
 
 
 def fsx_zone(spec: ClusterSpec, fs: SharedFS) -> str | None:
@@ -175,7 +179,7 @@ def fsx_zone(spec: ClusterSpec, fs: SharedFS) -> str | None:
     return pools[0].availability_zones[0] if pools else None
 
 
-_LNET_ENTRY = re.compile(r"((?:tcp|o2ib|kfi|efa|gni)[0-9]{0,3})(\([^)]*\))?")
+_LNET_ENTRY = re.compile(rf"({LND})(\([^)]*\))?")  # the schema's network pattern (LND has a group of its own)
 
 
 def lnet_entries(networks: str) -> list[tuple[str, str, str]]:
@@ -184,7 +188,7 @@ def lnet_entries(networks: str) -> list[tuple[str, str, str]]:
     out = []
     for m in _LNET_ENTRY.finditer(networks):
         net = m.group(1) if m.group(1)[-1].isdigit() else m.group(1) + "0"
-        out.append((net, (m.group(2) or "")[1:-1], m.group(0)))
+        out.append((net, (m.group(3) or "")[1:-1], m.group(0)))
     return out
 
 

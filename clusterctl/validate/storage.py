@@ -87,18 +87,17 @@ class LnetNetworksAgree(Validator):
     code = "lnet-conflict"
 
     def check(self, spec: ClusterSpec) -> Iterable[Finding]:
-        every = [p.name for p in spec.pools]
-        for pool in every:
+        for pool in spec.pools:
             seen: dict[str, tuple[int, str]] = {}  # network -> (index in storage.shared, interfaces)
             for j, fs in enumerate(spec.storage.shared):
-                if not isinstance(fs, LustreFS) or not fs.lnet_networks or pool not in (fs.pools or every):
+                if not isinstance(fs, LustreFS) or not fs.lnet_networks or pool not in eff.mounting_pools(spec, fs):
                     continue
                 for net, ifaces, entry in eff.lnet_entries(fs.lnet_networks):
                     first = seen.setdefault(net, (j, ifaces))
                     if first[1] != ifaces:
                         yield self.error(("storage", "shared", j, "lnet_networks"), (
                             f"LNet network {net} is {entry} here but has interfaces ({first[1]}) in "
-                            f"storage.shared[{first[0]}].lnet_networks, and pool {pool} mounts both: a node takes one "
+                            f"storage.shared[{first[0]}].lnet_networks, and pool {pool.name} mounts both: a node takes one "
                             f"interface list per network"))
                         return
 

@@ -84,7 +84,7 @@ def test_up_rebuilds_only_a_built_pools_stale_image_and_only_for_new_nodes(tmp_p
     nodes = [n.name for n in compiled.plan.nodes_of("gpu")]
     for name in nodes:
         (lab.state_dir / "nodes" / name).mkdir(parents=True)
-        (lab.state_dir / "nodes" / name / "node.json").write_text("{}")
+        (lab.state_dir / "nodes" / name / "node.json").write_text('{"lower": "/var/cache/clusterctl/rootfs"}')
     assert stale_for_new_nodes(compiled, state) == []  # every node exists: nothing boots from it at this up
     (lab.state_dir / "nodes" / nodes[-1] / "node.json").unlink()
     assert stale_for_new_nodes(compiled, state) == ["gpu"]

@@ -28,7 +28,7 @@ import io
 import tarfile
 from pathlib import Path
 
-from tests.standins.vendor_repo import EPOCH, Deb, build_deb, run_gpg, stop_agent
+from tests.standins.vendor_repo import EPOCH, Deb, build_deb, run_gpg, scratch, stop_agent
 
 VERSION = "1.38.1"  # the spec's default software.efa_installer
 KEY_FILE = "aws-efa-installer.key"
@@ -150,9 +150,7 @@ def build(root: Path, version: str = VERSION) -> Path:
     directory."""
     where = root / "efa"
     where.mkdir(parents=True)
-    work, home = root.parent / (root.name + ".efa-work"), root.parent / (root.name + ".efa-gnupg")
-    work.mkdir()
-    home.mkdir(mode=0o700)
+    work, home = scratch(root, "efa")
     name = f"aws-efa-installer-{version}.tar.gz"
     (where / name).write_bytes(tarball(work, version))
     run_gpg(home, "--quick-generate-key", "Amazon EC2 EFA (clusterctl stand-in) <standin@invalid>", "rsa2048", "sign",

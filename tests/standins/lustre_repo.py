@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.standins.vendor_repo import Deb, build_deb, publish
+from tests.standins.vendor_repo import Deb, signed_repo
 
 RELEASE = "2.15.6"  # the spec's default software.lustre_client
 NEWER = "2.15.60"
@@ -35,12 +35,4 @@ def debs() -> list[Deb]:
 
 def build(root: Path) -> Path:
     """The signed repository below `root/lustre` (what mirrors.lustre.url names). Returns its index directory."""
-    index = root / "lustre" / REPO_PATH
-    index.mkdir(parents=True)
-    work, home = root.parent / (root.name + ".lustre-work"), root.parent / (root.name + ".lustre-gnupg")
-    work.mkdir()
-    home.mkdir(mode=0o700)
-    for deb in debs():
-        build_deb(deb, index, work)
-    publish(index, home, "clusterctl stand-in (a site's Lustre client build)", KEY_FILE)
-    return index
+    return signed_repo(root, f"lustre/{REPO_PATH}", debs(), "clusterctl stand-in (a site's Lustre client build)", KEY_FILE)

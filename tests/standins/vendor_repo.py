@@ -172,14 +172,25 @@ def run_gpg(home: Path, *args: str) -> subprocess.CompletedProcess:
 
 def build(root: Path) -> Path:
     """Build the signed repository below `root` (the mirror root: what mirrors.cuda.url names). Returns its index dir."""
-    index = root / REPO_PATH
-    index.mkdir(parents=True)
-    work, home = root.parent / (root.name + ".work"), root.parent / (root.name + ".gnupg")
+    return signed_repo(root, REPO_PATH, all_debs(), "clusterctl stand-in (NVIDIA CUDA layout)", KEY_FILE)
+
+
+def scratch(root: Path, tag: str) -> tuple[Path, Path]:
+    """A build's work directory and its throw-away GnuPG home, beside `root` (never served)."""
+    work, home = root.parent / f"{root.name}.{tag}-work", root.parent / f"{root.name}.{tag}-gnupg"
     work.mkdir()
     home.mkdir(mode=0o700)
-    for deb in all_debs():
+    return work, home
+
+
+def signed_repo(root: Path, path: str, debs: list[Deb], origin: str, key_file: str) -> Path:
+    """The packages built into `root/path` and published there as a signed flat repository; returns that directory."""
+    index = root / path
+    index.mkdir(parents=True)
+    work, home = scratch(root, path.replace("/", "-"))
+    for deb in debs:
         build_deb(deb, index, work)
-    publish(index, home, "clusterctl stand-in (NVIDIA CUDA layout)", KEY_FILE)
+    publish(index, home, origin, key_file)
     return index
 
 

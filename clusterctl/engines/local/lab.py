@@ -154,15 +154,18 @@ class Lab:
                 if self.known_hosts.exists():
                     sshkeys.write_known_hosts(self.known_hosts, known)
 
-    def lowers_in_use(self) -> set[str]:
-        """The root filesystems (base or node image) the lab's node overlays are made on, running or not: each stays
-        a node's lower for as long as the node exists (_prepare_root)."""
-        out = set()
+    def made_nodes(self) -> dict[str, str]:
+        """{node: the root filesystem (base or node image) its overlay is made on} for every node made so far, running
+        or not: it stays the node's lower for as long as the node exists (_prepare_root)."""
+        out = {}
         for name in self._known_node_names():
             meta = self._paths(name).meta
             if meta.exists():
-                out.add(str(json.loads(meta.read_text())["lower"]))
+                out[name] = str(json.loads(meta.read_text())["lower"])
         return out
+
+    def lowers_in_use(self) -> set[str]:
+        return set(self.made_nodes().values())
 
     def _binds(self) -> tuple[str, ...]:
         binds = aptcache.binds(self.spec.cache_dir)
