@@ -29,10 +29,11 @@ def register(app: typer.Typer, load: SpecLoader) -> None:
         pool: Optional[List[str]] = typer.Option(None, "--pool", "-p", help="Only this pool (repeatable)."),
         output: Output = typer.Option(Output.text, "--output", "-o", help="json: one JSON report on stdout."),
     ) -> None:
-        """Bake each lab pool's node stack (driver, CUDA, NCCL, RDMA, Slurm and munge binaries, exporters, health
-        check) into an image its nodes boot from at the next `up`, so their converge applies only per-node
-        configuration. A pool whose image is current (same roles, versions and base) is not rebuilt; a failed build
-        records nothing. Exit 0 when every image is built or current."""
+        """Bake each lab or aws pool's node stack (driver, CUDA, NCCL, RDMA/EFA, Slurm and munge binaries, exporters,
+        health check) into an image its nodes boot from at the next `up`, so their converge applies only per-node
+        configuration. Lab pools: a root filesystem; aws pools: an AMI, built in the cluster's network (run `up`
+        first). A pool whose image is current (same roles, versions and base) is not rebuilt; a failed build records
+        nothing. Exit 0 when every image is built or current, 1 on any error."""
         from clusterctl.cli.output import console
         from clusterctl.ops.image import build_images
         from clusterctl.render.compiled import Compiled

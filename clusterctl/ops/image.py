@@ -7,19 +7,23 @@ slurmd, shared mounts, the NVMe cache); the stopped builder's root is baked (ide
 the hash of its inputs. A pool whose recorded image is current is not rebuilt; a failed build records nothing. The
 images a build replaces are removed once no node boots from them (kept in the record as retired until then).
 Once a pool has an image, `up` rebuilds it first when it went stale and the pool gets a new node (stale_for_new_nodes).
+aws pools get an AMI the same way, from a builder instance in the cluster's network (clusterctl.ops.image_aws).
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
+from clusterctl.compile.model import PoolPlan
 from clusterctl.core.errors import ClusterctlError
 from clusterctl.core.providers import traits
 from clusterctl.engines import images
 from clusterctl.engines.ansible.progress import Progress
 from clusterctl.engines.ansible.runner import PlaybookRun, run_playbook
+from clusterctl.engines.ansible.settings import SshOptions
 from clusterctl.engines.provider import providers_for
 from clusterctl.ops.access import access_for
 from clusterctl.render.ansible import builder_inventory
@@ -30,6 +34,8 @@ from clusterctl.state.secrets import ensure_munge_key, playbook_vars
 
 if TYPE_CHECKING:
     from rich.console import Console
+
+    from clusterctl.engines.local.spec import LabNode
 
 IMAGE_VAR = "clusterctl_image_build"  # the roles' image mode (see the module docstring)
 
@@ -50,29 +56,57 @@ class PoolImage:
         return dict(vars(self))
 
 
+def _imaged(pool: PoolPlan) -> bool:
+    """Pools whose nodes boot an image: lab pools (a baked root) and aws pools (an AMI). Owned hosts are installed
+    in place."""
+    t = traits(pool)
+    return t.lab or t.rented
+
+
 def chosen_pools(compiled: Compiled, names: list[str]) -> list[str]:
-    """The lab pools to build (all of them when none is named); a named pool that is not one is refused by name."""
+    """The pools to build (every lab and aws pool when none is named); a named pool that is not one is refused by
+    name."""
     pools = {p.name: p for p in compiled.plan.pools}
     unknown = [n for n in names if n not in pools]
     if unknown:
         raise ImageError(f"--pool {', '.join(unknown)}: no such pool in cluster {compiled.name} "
                          f"(pools: {', '.join(pools)})")
-    rented = [n for n in names if not traits(pools[n]).lab]
-    if rented:
-        raise ImageError(f"--pool {', '.join(rented)}: `clusterctl image build` bakes lab pools' images so far; "
-                         f"aws pools boot the AMI the spec names (pools[].ami)")
-    chosen = names or [p.name for p in compiled.plan.pools if traits(p).lab]
+    owned = [n for n in names if not _imaged(pools[n])]
+    if owned:
+        raise ImageError(f"--pool {', '.join(owned)}: owned hosts are installed in place by `clusterctl up`; "
+                         f"`clusterctl image build` bakes images for lab and aws pools")
+    chosen = names or [p.name for p in compiled.plan.pools if _imaged(p)]
     if not chosen:
-        raise ImageError(f"cluster {compiled.name} has no lab pool to build an image for")
+        raise ImageError(f"cluster {compiled.name} has no lab or aws pool to build an image for")
     return chosen
 
 
 def build_images(compiled: Compiled, console: Console, names: list[str], quiet: bool = False,
                  fast: bool = True) -> list[PoolImage]:
+    from clusterctl.ops.image_aws import build_aws_pools
+
     chosen = chosen_pools(compiled, names)
+    lab = [n for n in chosen if traits(compiled.plan.pool(n)).lab]
     state = ClusterState.for_spec(compiled.spec)
     with state.lock("image build"):
-        return build_pools(compiled, state, console, chosen, quiet, fast)
+        built = build_pools(compiled, state, console, lab, quiet, fast) if lab else []
+        rented = [n for n in chosen if n not in lab]
+        return built + (build_aws_pools(compiled, state, console, rented, quiet, fast) if rented else [])
+
+
+def converge_builder(compiled: Compiled, build: Path, pool: PoolPlan, name: str, address: str, extravars: dict,
+                     ssh: SshOptions, console: Console, quiet: bool, fast: bool) -> None:
+    """The node roles in image mode on one builder (`name` at `address`, in the pool's group): what `up` runs on
+    the pool's nodes, less what belongs to one node. Raises ImageError with the first failures."""
+    inventory = build / "ansible" / f"image-{pool.name}.yml"
+    inventory.write_text(builder_inventory(compiled.plan, pool, name, address))
+    run = PlaybookRun(build_dir=build, extravars={**extravars, IMAGE_VAR: True}, ssh=ssh, fast=fast, limit=name,
+                      inventory=inventory)
+    with Progress(console, f"image of pool {pool.name}", quiet=quiet) as progress:
+        result = run_playbook(run, on_event=progress.event)
+    if not result.ok:
+        why = "; ".join(f"{f.task}: {f.message}" for f in result.failures[:3]) or result.status
+        raise ImageError(f"the image build of pool {pool.name} failed, nothing recorded: {why}")
 
 
 def stale_for_new_nodes(compiled: Compiled, state: ClusterState) -> list[str]:
@@ -105,7 +139,7 @@ def build_pools(compiled: Compiled, state: ClusterState, console: Console, chose
     access = access_for(plan, state, log, [p for p in providers_for(compiled.spec) if p.name == "local"])
     lab = access.lab
     assert lab is not None  # the chosen pools are lab pools
-    extravars = {**playbook_vars(ensure_munge_key(state)), IMAGE_VAR: True}
+    extravars = playbook_vars(ensure_munge_key(state))
     for pool in (plan.pool(n) for n in chosen):
         t0 = time.monotonic()
         digest = lab_image.inputs(plan, pool, lab.spec)
@@ -115,17 +149,9 @@ def build_pools(compiled: Compiled, state: ClusterState, console: Console, chose
             out.append(PoolImage(pool.name, current, digest, False, 0.0))
             continue
         node = lab_image.builder(pool, lab.spec)
-        inventory = build / "ansible" / f"image-{pool.name}.yml"
-        inventory.write_text(builder_inventory(plan, pool, node.name, node.address))
-        run = PlaybookRun(build_dir=build, extravars=extravars, ssh=access.ssh, fast=fast, limit=node.name,
-                          inventory=inventory)
 
-        def converge(run: PlaybookRun = run, pool_name: str = pool.name) -> None:
-            with Progress(console, f"image of pool {pool_name}", quiet=quiet) as progress:
-                result = run_playbook(run, on_event=progress.event)
-            if not result.ok:
-                why = "; ".join(f"{f.task}: {f.message}" for f in result.failures[:3]) or result.status
-                raise ImageError(f"the image build of pool {pool_name} failed, nothing recorded: {why}")
+        def converge(pool: PoolPlan = pool, node: LabNode = node) -> None:
+            converge_builder(compiled, build, pool, node.name, node.address, extravars, access.ssh, console, quiet, fast)
 
         path = lab.build_image(node, converge, lab_image.image_dir(lab.spec, pool.name, digest))
         retired = lab_image.retire(images.recorded(state.backend, pool.name), str(path), lab.lowers_in_use(),

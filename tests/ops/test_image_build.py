@@ -6,27 +6,43 @@ import pytest
 
 from clusterctl.ops.image import ImageError, chosen_pools
 from clusterctl.render.compiled import Compiled
+from tests.engines.aws.conftest import aws, moto_server  # noqa: F401  (fixtures)
 from tests.helpers import clusterctl, spec_of
 
 
-def test_pools_are_chosen_by_name_and_only_lab_pools_are_built():
+def test_pools_are_chosen_by_name_and_only_lab_and_aws_pools_are_built():
     lab = Compiled.of(spec_of("lab.yaml"))
     assert chosen_pools(lab, []) == ["gpu"] == chosen_pools(lab, ["gpu"])
     with pytest.raises(ImageError, match="--pool nope: no such pool in cluster lab"):
         chosen_pools(lab, ["nope"])
-    aws = Compiled.of(spec_of("aws-p5-spot.yaml"))
-    with pytest.raises(ImageError, match="no lab pool"):
-        chosen_pools(aws, [])
-    with pytest.raises(ImageError, match="--pool p5: .* lab pools"):
-        chosen_pools(aws, ["p5"])
+    rented = Compiled.of(spec_of("aws-p5-spot.yaml"))
+    assert chosen_pools(rented, []) == ["p5"] == chosen_pools(rented, ["p5"])
+    owned = Compiled.of(spec_of("onprem-64xh100-ib.yaml"))
+    with pytest.raises(ImageError, match="--pool gpu: owned hosts are installed in place"):
+        chosen_pools(owned, ["gpu"])
+    with pytest.raises(ImageError, match="no lab or aws pool"):
+        chosen_pools(owned, [])
 
 
-def test_the_cli_says_why_without_a_traceback(tmp_path):
+def test_the_cli_says_why_without_a_traceback(tmp_path, aws):  # noqa: F811  (the fixture)
+    """An aws pool's builder boots in the cluster's own network: before `up` made it, the build is refused by
+    name, and nothing is launched. Against a real moto_server (the `aws` fixture's endpoint and credentials)."""
+    import os
+
+    import boto3
+
     from tests.conftest import example
 
-    r = clusterctl("image", "build", example("aws-p5-spot.yaml"), "--pool", "p5", check=False,
-                   env={"CLUSTERCTL_STATE_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"})
-    assert r.returncode == 1 and "lab pools" in r.stderr and "Traceback" not in r.stderr
+    env = {**{k: v for k, v in os.environ.items() if k.startswith("AWS_")}, "CLUSTERCTL_STATE_DIR": str(tmp_path),
+           "PATH": "/usr/bin:/bin"}
+    r = clusterctl("image", "build", example("aws-p5-spot.yaml"), "--pool", "p5", check=False, env=env)
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+    assert "pool p5: the image builder boots in the cluster's own network" in r.stderr
+    assert "run `clusterctl up` first" in r.stderr
+    ec2 = boto3.client("ec2", region_name="us-east-1")
+    assert not [i for r in ec2.describe_instances()["Reservations"] for i in r["Instances"]]
+    r = clusterctl("image", "build", example("onprem-64xh100-ib.yaml"), check=False, env=env)
+    assert r.returncode == 1 and "no lab or aws pool" in r.stderr and "Traceback" not in r.stderr
 
 
 def test_plan_says_whether_each_recorded_image_is_current(tmp_path, monkeypatch):

@@ -1,10 +1,11 @@
 """`clusterctl image build` for aws pools: a builder instance from the base image, converged by the node roles, then
 `CreateImage`, waited until available, and the image id recorded in the cluster's state.
 
-The base image defaults to AWS's Deep Learning Base OSS Nvidia Driver GPU AMI, resolved through its public SSM
-parameter `/aws/service/deeplearning/ami/$architecture/$ami_type/latest/ami-id` ("Finding the ID of a DLAMI",
-https://docs.aws.amazon.com/dlami/latest/devguide/find-dlami-id.html: ami_type is the AMI's name without "deep",
-"learning" and "ami"). A user-named AMI skips the lookup. Either way a DescribeImages preflight checks that the image
+The base image follows the pool's `os`: on Ubuntu, AWS's Deep Learning Base OSS Nvidia Driver GPU AMI, resolved
+through its public SSM parameter `/aws/service/deeplearning/ami/$architecture/$ami_type/latest/ami-id` ("Finding the
+ID of a DLAMI", https://docs.aws.amazon.com/dlami/latest/devguide/find-dlami-id.html: ami_type is the AMI's name
+without "deep", "learning" and "ami"); on Debian 12 (for which there is no DLAMI), the newest official Debian 12 AMI,
+as the stack picks it for static nodes. A user-named AMI (pools[].ami) skips the lookup. Either way a DescribeImages preflight checks that the image
 exists and is available in the region before any instance is launched.
 
 The builder is terminated in `finally`, whatever happened. On any failure after `CreateImage` the half image is
@@ -19,10 +20,13 @@ from typing import Any, Callable
 
 from clusterctl.core.errors import ClusterctlError
 from clusterctl.engines import images
+from clusterctl.engines.aws.burst.ec2 import CLUSTER_TAG, POOL_TAG, LaunchFailed, launch_targets
+from clusterctl.engines.aws.preflight import DEBIAN_12_NAME, DEBIAN_OWNER
+from clusterctl.render.stack_config import CLUSTER_ID_TAG, PoolConfig
 from clusterctl.state.backend import Backend
 
 DLAMI_PARAMETER = "/aws/service/deeplearning/ami/{arch}/base-oss-nvidia-driver-gpu-{os}/latest/ami-id"
-DEFAULT_BASE_OS = "ubuntu-22.04"
+DLAMI_OS = {"ubuntu2204": "ubuntu-22.04", "ubuntu2404": "ubuntu-24.04"}  # the spec's os -> the DLAMI's name for it
 
 
 class ImageBuildError(ClusterctlError):
@@ -31,6 +35,7 @@ class ImageBuildError(ClusterctlError):
 
 @dataclass(frozen=True)
 class BuildRequest:
+    cluster: str  # the cluster's name and unique id: the builder and image carry both, like every resource of the stack
     cluster_id: str
     pool: str
     region: str
@@ -38,8 +43,8 @@ class BuildRequest:
     subnet_id: str
     security_group_ids: tuple[str, ...]
     inputs_hash: str  # roles, versions and base image: a change means a stale image
-    base_ami: str | None = None  # the user's AMI; None resolves the DLAMI through SSM
-    base_os: str = DEFAULT_BASE_OS
+    base_ami: str | None = None  # the user's AMI; None resolves the default base of base_os
+    base_os: str = "ubuntu2204"  # the pool's os (spec.vendor.OsName)
     arch: str = "x86_64"
     key_name: str | None = None
 
@@ -52,25 +57,38 @@ class BuiltImage:
     builder_id: str
 
 
-def inputs_hash(software: dict, base: str, roles_dir: Path, instance_type: str) -> str:
-    """What an AMI is made of: the spec's software versions, the base image, the instance type (driver/EFA choices
-    follow it) and the node roles. A change to any means the recorded image is stale."""
-    return images.inputs_hash({"software": software, "base": base, "instance_type": instance_type}, roles_dir)
+def inputs_hash(role_vars: dict, base: str, roles_dir: Path, instance_type: str) -> str:
+    """What an AMI is made of: the role variables (the spec's software versions and mirrors among them), the base
+    image, the instance type (driver/EFA choices follow it) and the node roles. A change to any means the recorded
+    image is stale."""
+    return images.inputs_hash({"vars": role_vars, "base": base, "instance_type": instance_type}, roles_dir)
 
 
-def base_ami_parameter(os_name: str = DEFAULT_BASE_OS, arch: str = "x86_64") -> str:
-    return DLAMI_PARAMETER.format(arch=arch, os=os_name)
+def base_ami_parameter(os_name: str = "ubuntu2204", arch: str = "x86_64") -> str:
+    return DLAMI_PARAMETER.format(arch=arch, os=DLAMI_OS[os_name])
 
 
-def resolve_base_ami(ssm: Any, req: BuildRequest) -> str:
-    """The user's AMI, or the DLAMI's current id from its public SSM parameter."""
+def resolve_base_ami(ec2: Any, ssm: Any, req: BuildRequest) -> str:
+    """The user's AMI, else the DLAMI's current id from its public SSM parameter (Ubuntu), else the newest official
+    Debian 12 AMI."""
     if req.base_ami:
         return req.base_ami
+    if req.base_os not in DLAMI_OS:
+        return newest_debian(ec2, req)
     name = base_ami_parameter(req.base_os, req.arch)
     try:
         return str(ssm.get_parameter(Name=name)["Parameter"]["Value"])
     except Exception as e:  # botocore ClientError (ParameterNotFound, AccessDenied): said plainly
         raise ImageBuildError(f"cannot resolve the base image from SSM parameter {name} in {req.region}: {e}") from e
+
+
+def newest_debian(ec2: Any, req: BuildRequest) -> str:
+    found = ec2.describe_images(Owners=[DEBIAN_OWNER], Filters=[
+        {"Name": "name", "Values": [DEBIAN_12_NAME]}, {"Name": "architecture", "Values": [req.arch]}])["Images"]
+    if not found:
+        raise ImageBuildError(f"no official Debian 12 image ({DEBIAN_12_NAME}, owner {DEBIAN_OWNER}) in {req.region}: "
+                              f"name one in pools[].ami")
+    return str(max(found, key=lambda i: i.get("CreationDate", ""))["ImageId"])
 
 
 def preflight_base(ec2: Any, ami: str, region: str) -> dict:
@@ -87,8 +105,33 @@ def preflight_base(ec2: Any, ami: str, region: str) -> dict:
 
 
 def _tags(req: BuildRequest, role: str) -> list[dict]:
-    return [{"Key": "clusterctl:cluster", "Value": req.cluster_id}, {"Key": "clusterctl:pool", "Value": req.pool},
-            {"Key": "clusterctl:inputs", "Value": req.inputs_hash}, {"Key": "clusterctl:role", "Value": role}]
+    return [{"Key": CLUSTER_TAG, "Value": req.cluster}, {"Key": CLUSTER_ID_TAG, "Value": req.cluster_id},
+            {"Key": POOL_TAG, "Value": req.pool}, {"Key": "clusterctl:inputs", "Value": req.inputs_hash},
+            {"Key": "clusterctl:role", "Value": role}]
+
+
+@dataclass(frozen=True)
+class BuilderNetwork:
+    subnet_id: str
+    security_group_ids: tuple[str, ...]
+    key_name: str | None
+
+
+def builder_network(ec2: Any, cluster: str, cluster_id: str, pool: PoolConfig) -> BuilderNetwork:
+    """Where the builder boots: as the pool's nodes do, in the cluster's subnet of the pool's first AZ, with the
+    pool's launch template's security groups and key pair (found by the stack's tags, like burst resume finds
+    them). The stack must be up: without it there is no network to build in."""
+    try:
+        target = launch_targets(ec2, cluster, cluster_id, pool)[0]
+    except LaunchFailed as e:
+        raise ImageBuildError(f"pool {pool.name}: the image builder boots in the cluster's own network, which is not "
+                              f"there yet ({e}); run `clusterctl up` first") from e
+    key = None
+    if target.launch_template_id:
+        data = ec2.describe_launch_template_versions(LaunchTemplateId=target.launch_template_id, Versions=["$Latest"])[
+            "LaunchTemplateVersions"][0]["LaunchTemplateData"]
+        key = data.get("KeyName")
+    return BuilderNetwork(target.subnet_id, target.security_group_ids, key)
 
 
 def launch_builder(ec2: Any, req: BuildRequest, base: str) -> str:
@@ -119,7 +162,7 @@ def wait_available(ec2: Any, image_id: str, delay: int = 15) -> None:
 def build_image(ec2: Any, ssm: Any, state: Backend, req: BuildRequest, converge: Callable[[str], None],
                 wait_image: Callable[[Any, str], None] = wait_available, delay: int = 15) -> BuiltImage:
     """Base image -> builder -> converge(address) -> CreateImage -> available -> recorded. The builder always ends."""
-    base = resolve_base_ami(ssm, req)
+    base = resolve_base_ami(ec2, ssm, req)
     preflight_base(ec2, base, req.region)
     builder = launch_builder(ec2, req, base)
     image_id: str | None = None

@@ -19,7 +19,7 @@ ID = "0123456789abcdef"
 
 
 def request(subnet: str, sg: str, base: str | None) -> img.BuildRequest:
-    return img.BuildRequest(cluster_id=ID, pool="p5", region="us-east-1", instance_type="p5.48xlarge",
+    return img.BuildRequest(cluster="p5spot", cluster_id=ID, pool="p5", region="us-east-1", instance_type="p5.48xlarge",
                             subnet_id=subnet, security_group_ids=(sg,), inputs_hash="ab" * 32, base_ami=base)
 
 
@@ -46,7 +46,8 @@ def test_build_records_the_image_and_the_launch_template_uses_it(aws, tmp_path: 
     image = ec2.describe_images(ImageIds=[built.image_id])["Images"][0]
     assert image["State"] == "available"
     tags = {t["Key"]: t["Value"] for t in image.get("Tags", [])}
-    assert tags.get("clusterctl:cluster") == ID and tags.get("clusterctl:inputs") == "ab" * 32
+    assert tags.get("clusterctl:cluster") == "p5spot" and tags.get("clusterctl:cluster-id") == ID
+    assert tags.get("clusterctl:inputs") == "ab" * 32
     assert img.recorded_image(state, "p5") == {"image_id": built.image_id, "base_ami": base, "inputs_hash": "ab" * 32}
     assert img.recorded_images(state, ["p5"]) == {"p5": built.image_id}
 
@@ -106,8 +107,27 @@ def test_default_base_is_the_dlami_resolved_through_its_public_ssm_parameter() -
     with Stubber(ssm) as stub:
         stub.add_response("get_parameter", {"Parameter": {"Name": name, "Value": "ami-0abc12345678def90"}},
                           {"Name": name})
-        assert img.resolve_base_ami(ssm, request("subnet-1", "sg-1", None)) == "ami-0abc12345678def90"
-    assert img.resolve_base_ami(ssm, request("subnet-1", "sg-1", "ami-0fedcba987654321")) == "ami-0fedcba987654321"
+        assert img.resolve_base_ami(None, ssm, request("subnet-1", "sg-1", None)) == "ami-0abc12345678def90"
+    assert img.resolve_base_ami(None, ssm, request("subnet-1", "sg-1", "ami-0fedcba987654321")) == "ami-0fedcba987654321"
+
+
+def test_a_debian_pool_builds_on_the_newest_official_debian_12_image() -> None:
+    """No DLAMI is made for Debian: the base is the newest Debian 12 AMI of Debian's cloud team, as the stack picks
+    it for static nodes (stubbed: moto holds no image of that owner)."""
+    from dataclasses import replace
+
+    ec2 = boto3.client("ec2", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
+    req = replace(request("subnet-1", "sg-1", None), base_os="debian12")
+    query = {"Owners": ["136693071363"], "Filters": [{"Name": "name", "Values": ["debian-12-amd64-*"]},
+                                                     {"Name": "architecture", "Values": ["x86_64"]}]}
+    images = [{"ImageId": "ami-0000000000000old1", "CreationDate": "2025-01-10T00:00:00.000Z"},
+              {"ImageId": "ami-0000000000000new2", "CreationDate": "2026-11-02T00:00:00.000Z"}]
+    with Stubber(ec2) as stub:
+        stub.add_response("describe_images", {"Images": images}, query)
+        stub.add_response("describe_images", {"Images": []}, query)
+        assert img.resolve_base_ami(ec2, None, req) == "ami-0000000000000new2"
+        with pytest.raises(img.ImageBuildError, match="no official Debian 12 image .* name one in pools\\[\\].ami"):
+            img.resolve_base_ami(ec2, None, req)
 
 
 def test_unresolvable_dlami_parameter_is_a_clear_error(aws, tmp_path: Path) -> None:

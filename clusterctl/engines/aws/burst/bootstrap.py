@@ -22,7 +22,6 @@ from __future__ import annotations
 import io
 import os
 import shlex
-import socket
 import subprocess
 import sys
 import tarfile
@@ -32,6 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from clusterctl.core import hostlist
 from clusterctl.engines.aws.burst import ec2 as cloud
 from clusterctl.engines.aws.burst.actions import REASON_PREFIX, Context, _power_down
+from clusterctl.engines.ssh.ports import port_open
 
 KIT_FILES = ("bootstrap.sh", "clusterctl-spot-watch", "clusterctl-spot-watch.service", "clusterctl-task-prolog",
              "clusterctl-healthcheck")
@@ -94,14 +94,6 @@ def ssh_argv(ctx: Context, node: str, instance_id: str, address: str) -> list[st
             "-o", "ConnectTimeout=5", "-o", "ServerAliveInterval=15", "-o", "LogLevel=ERROR", f"{user}@{address}"]
 
 
-def _port_open(address: str, port: int = 22, timeout: float = 3) -> bool:
-    try:
-        with socket.create_connection((address, port), timeout=timeout):
-            return True
-    except OSError:
-        return False
-
-
 def bootstrap_one(ctx: Context, node: str, inst: cloud.Instance, deadline: float) -> str | None:
     """None when the node is set up; otherwise why not."""
     log = ctx.log
@@ -112,7 +104,7 @@ def bootstrap_one(ctx: Context, node: str, inst: cloud.Instance, deadline: float
     t0 = time.monotonic()
     last = ""
     while True:
-        if _port_open(address):
+        if port_open(address):
             probe = subprocess.run([*argv, "--", "true"], capture_output=True, text=True, timeout=30)
             if probe.returncode == 0:
                 break

@@ -10,7 +10,8 @@
 - InstanceVms: every instance moto reports pending/running gets a lab node (systemd-nspawn, its own netns, the
   instance's private address, 8 fake GPUs): the "VM". Terminated instances' lab nodes are stopped and removed.
   The VM is a stock lab image (Debian minbase + sshd), like a stock Debian AMI: the controller's bootstrap installs
-  Slurm on it. Each VM gets its own boot clock (fresh_boot_clock), so its uptime starts at its boot like a VM's.
+  Slurm on it; an instance of an image made by CreateImage through the FaultProxy boots that instance's root as it
+  was baked (InstanceVms.bake: the VM stopped, its root copied without identity, as a lab image is). Each VM gets its own boot clock (fresh_boot_clock), so its uptime starts at its boot like a VM's.
 - FakeImds: IMDSv2 (token PUT, spot/instance-action) per client address, so a test can serve a spot interruption
   notice to one burst node.
 """
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import http.server
 import json
+import re
 import threading
 import time
 import urllib.error
@@ -28,6 +30,8 @@ import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from ipaddress import IPv4Network
+from pathlib import Path
+from typing import Callable
 
 from tests.motoserver import Moto, free_port  # noqa: F401  (Moto: part of the harness for labcluster and benchmarks)
 
@@ -61,6 +65,10 @@ class FaultProxy:
     def __init__(self, upstream: str, host: str, subnet_azs: dict[str, str] | None = None):
         self.upstream = upstream.rstrip("/")
         self.subnet_azs = subnet_azs or {}  # subnet id -> AZ
+        # CreateImage: bake(instance id) -> the instance's root baked (InstanceVms.bake), run before moto records the
+        # image, then images[image id] = that root, which InstanceVms boots the image's instances from.
+        self.bake: Callable[[str], str] | None = None
+        self.images: dict[str, str] = {}
         self.failing_azs: set[str] = set()
         self.fail_code = "InsufficientInstanceCapacity"
         self.failing_markets: set[str] | None = None  # None: every market
@@ -91,15 +99,25 @@ class FaultProxy:
                             # EC2 answers capacity errors as server errors (500), request errors as 400
                             status = 500 if code.startswith("Insufficient") else 400
                             return self._reply(status, {"Content-Type": "text/xml"}, data)
+                    if form.get("Action") == ["CreateImage"] and proxy.bake is not None:
+                        root = proxy.bake(form["InstanceId"][0])
+                        status, headers, data = self._upstream(body)
+                        image = re.search(r"<imageId>([^<]+)</imageId>", data.decode(errors="replace"))
+                        if status == 200 and image:
+                            proxy.images[image.group(1)] = root
+                        return self._reply(status, headers, data)
+                return self._reply(*self._upstream(body))
+
+            def _upstream(self, body: bytes) -> tuple[int, dict, bytes]:
                 req = urllib.request.Request(proxy.upstream + self.path, data=body if body else None, method=self.command)
                 for k, v in self.headers.items():
                     if k.lower() not in ("content-length", "connection", "accept-encoding"):
                         req.add_header(k, v)
                 try:
                     with urllib.request.urlopen(req, timeout=120) as r:
-                        return self._reply(r.status, dict(r.headers), r.read())
+                        return r.status, dict(r.headers), r.read()
                 except urllib.error.HTTPError as e:
-                    return self._reply(e.code, dict(e.headers), e.read())
+                    return e.code, dict(e.headers), e.read()
 
             def _reply(self, status, headers, data):
                 self.send_response(status)
@@ -293,6 +311,8 @@ class InstanceVms:
     gpus: int = 8
     interval: float = 1.0
     vms: dict[str, tuple[str, str]] = field(default_factory=dict)  # instance id -> (lab node name, address)
+    images: dict[str, str] = field(default_factory=dict)  # AMI id -> baked root (FaultProxy.images)
+    roots: dict[str, str | None] = field(default_factory=dict)  # instance id -> the baked root it boots, if any
     names: dict[str, str | None] = field(default_factory=dict)  # instance id -> Name tag when booted
     events: list[VmEvent] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
@@ -317,13 +337,14 @@ class InstanceVms:
         return VM_PREFIX + instance_id.split("-", 1)[1][-10:]
 
     def live(self) -> dict[str, tuple[str, str | None, float]]:
-        out = {}
+        out: dict[str, tuple[str, str | None, float]] = {}
         resp = self.ec2.describe_instances(Filters=[{"Name": f"tag:{CLUSTER_TAG}", "Values": [self.cluster]},
                                                     {"Name": "instance-state-name", "Values": ["pending", "running"]}])
         for r in resp["Reservations"]:
             for i in r["Instances"]:
                 tags = {t["Key"]: t["Value"] for t in i.get("Tags") or []}
                 out[i["InstanceId"]] = (i["PrivateIpAddress"], tags.get("Name"), i["LaunchTime"].timestamp())
+                self.roots.setdefault(i["InstanceId"], self.images.get(i["ImageId"]))
         return out
 
     def _lab(self, vms: dict[str, tuple[str, str]]):
@@ -331,8 +352,9 @@ class InstanceVms:
 
         from clusterctl.engines.local import Lab, LabNode
 
-        nodes = tuple(self.lab_spec.nodes) + tuple(LabNode(name, addr, self.gpus, 0) for name, addr in sorted(vms.values()))
-        return Lab(replace(self.lab_spec, nodes=nodes), log=lambda m: None)
+        vm_nodes = sorted((LabNode(name, addr, self.gpus, 0, self.roots.get(iid)) for iid, (name, addr) in vms.items()),
+                          key=lambda n: n.name)
+        return Lab(replace(self.lab_spec, nodes=tuple(self.lab_spec.nodes) + tuple(vm_nodes)), log=lambda m: None)
 
     def _apply(self, wanted: dict[str, tuple[str, str]]):
         with self.lock, fresh_boot_clock(VM_PREFIX):
@@ -372,6 +394,19 @@ class InstanceVms:
             except Exception as e:  # keep the VMs following moto; the test sees the errors
                 self.errors.append(f"{type(e).__name__}: {e}")
             self._stop.wait(self.interval)
+
+    def bake(self, instance_id: str, cache: Path) -> str:
+        """CreateImage of a running instance: its VM stopped (EC2 reboots it for a consistent image), its root baked
+        into `cache` like a lab node image; returns the image's root. The VM stays stopped until it is removed."""
+        from clusterctl.engines.local import rootfs
+
+        with self.lock:
+            if instance_id not in self.vms:
+                raise RuntimeError(f"CreateImage of {instance_id}: no VM runs for it")
+            lab = self._lab(self.vms)
+            paths = lab._paths(self.vms[instance_id][0])
+            lab._stop([paths])
+            return str(rootfs.bake(paths.root, cache / f"ami-of-{instance_id}", lambda m: None))
 
     def address_of(self, node: str) -> str | None:
         for iid, (_, addr) in self.vms.items():

@@ -59,8 +59,23 @@ class BurstLab:
         if not all(s.ok for s in smoke):
             raise RuntimeError(f"smoke job failed: {smoke}")
         self.timings["cluster up"] = time.monotonic() - t0
-        self.vms = harness.InstanceVms(self.ec2, self.plan.name, self.access.lab.spec).start()
+        self.vms = harness.InstanceVms(self.ec2, self.plan.name, self.access.lab.spec, images=self.proxy.images).start()
+        self.proxy.bake = lambda instance_id: self.vms.bake(instance_id, self.amis)
         return self
+
+    @property
+    def amis(self) -> Path:
+        """Where the roots of the images CreateImage made are baked (the harness's AMI store)."""
+        return self.state.dir / "amis"
+
+    def set_template_image(self, image_id: str) -> None:
+        """What `up` does once a pool has a recorded node image (stack_settings -> with_recorded_images; asserted
+        under Pulumi mocks in tests/engines/aws/test_image_pulumi.py): the pool's launch template gets a new
+        version booting it, the one burst resume launches ($Latest)."""
+        lt = self.stack.launch_template_id
+        data = self.ec2.describe_launch_template_versions(LaunchTemplateId=lt, Versions=["$Latest"])[
+            "LaunchTemplateVersions"][0]["LaunchTemplateData"]
+        self.ec2.create_launch_template_version(LaunchTemplateId=lt, LaunchTemplateData={**data, "ImageId": image_id})
 
     def start_cloud(self) -> None:
         """moto with the pool's launch resources; the fault proxy and IMDS on the lab bridge (the bridge's address
@@ -104,9 +119,12 @@ class BurstLab:
     def down(self) -> None:
         """Everything up() started goes, even when a part fails to stop; the first failure is raised at the end."""
         errors = []
+        from clusterctl.engines.local.mounts import remove_tree
+
         steps = [lambda: self.vms and self.vms.stop(remove=False),  # the lab's down() removes the VMs' nodes too
                  lambda: self.access and self.access.lab and self.access.lab.down(),
-                 *(lambda p=p: p and p.stop() for p in (self.proxy, self.imds, self.moto))]
+                 *(lambda p=p: p and p.stop() for p in (self.proxy, self.imds, self.moto)),
+                 lambda: self.amis.is_dir() and remove_tree(self.amis)]
         for step in steps:
             try:
                 step()

@@ -30,7 +30,7 @@ def stack(aws, cloud_pool, tmp_path: Path):  # overrides the conftest's: the tem
     base = sorted(i["ImageId"] for i in ec2.describe_images(
         Owners=["amazon"], Filters=[{"Name": "architecture", "Values": ["x86_64"]}])["Images"])[0]
     state = LocalBackend(tmp_path / "state", plan.name)
-    req = img.BuildRequest(cluster_id=CLUSTER_ID, pool="cloud", region=region, instance_type="p5.48xlarge",
+    req = img.BuildRequest(cluster=plan.name, cluster_id=CLUSTER_ID, pool="cloud", region=region, instance_type="p5.48xlarge",
                            subnet_id=subnet, security_group_ids=(sg,), inputs_hash="ef" * 32, base_ami=base)
     built = img.build_image(ec2, ssm, state, req, lambda address: None, delay=1)
     BUILT.update(image=built.image_id, base=base)
