@@ -41,7 +41,7 @@ class PlanReport:
     hosts: dict | None = None
     cloud: dict | None = None
     cost: dict | None = None
-    images: list[dict] | None = None  # recorded node images per pool, current or stale (lab pools)
+    images: list[dict] | None = None  # recorded node images per pool, current or stale (lab and aws pools)
 
     @property
     def has_changes(self) -> bool:

@@ -42,20 +42,31 @@ def add_hosts(report: PlanReport, compiled: Compiled, state: ClusterState) -> No
 
 
 def add_images(report: PlanReport, compiled: Compiled, state: ClusterState) -> None:
-    """Each lab pool's recorded node image, and whether it is still what the spec and roles make."""
+    """Each lab or aws pool's recorded node image, and whether it is still what the spec and roles make. An aws
+    image is judged against the base it was built on (a newer DLAMI release is not a change of the spec)."""
     from clusterctl.core.providers import traits
     from clusterctl.engines import images
     from clusterctl.engines.local import image as lab_image
     from clusterctl.engines.local.provider import lab_for
+    from clusterctl.ops import image_aws
 
     plan = compiled.plan
-    recorded = {p.name: rec for p in plan.pools if traits(p).lab and (rec := images.recorded(state.backend, p.name))}
+    recorded = {p.name: rec for p in plan.pools if (traits(p).lab or traits(p).rented)
+                and (rec := images.recorded(state.backend, p.name))}
     if not recorded:
         return
-    lab = lab_for(plan, state, lambda m: None).spec
-    report.images = [{"pool": name, "image": rec.get("image"),
-                      "current": lab_image.current_image(state.backend, plan, plan.pool(name), lab) is not None}
-                     for name, rec in recorded.items()]
+    lab = lab_for(plan, state, lambda m: None).spec if plan.lab else None
+    report.images = []
+    for name, rec in recorded.items():
+        pool = plan.pool(name)
+        if traits(pool).lab:
+            assert lab is not None
+            entry = {"pool": name, "image": rec.get("image"), "rebuilt_by_up": True,
+                     "current": lab_image.current_image(state.backend, plan, pool, lab) is not None}
+        else:
+            current = image_aws.inputs(compiled, pool, str(rec.get("base_ami"))) == rec.get("inputs_hash")
+            entry = {"pool": name, "image": rec.get("image_id"), "rebuilt_by_up": False, "current": current}
+        report.images.append(entry)
 
 
 def add_cloud(report: PlanReport, compiled: Compiled, state: ClusterState) -> None:

@@ -71,12 +71,43 @@ def test_plan_says_whether_each_recorded_image_is_current(tmp_path, monkeypatch)
     path.mkdir(parents=True)
     images.record(state.backend, "gpu", {"image": str(path), "inputs_hash": digest})
     r = clusterctl("plan", spec, "--output", "json", env=env, check=False)
-    assert json.loads(r.stdout)["images"] == [{"pool": "gpu", "image": str(path), "current": True}]
+    assert json.loads(r.stdout)["images"] == [{"pool": "gpu", "image": str(path), "current": True,
+                                               "rebuilt_by_up": True}]
     data = example_dict("lab.yaml")
     data.setdefault("software", {})["nvidia_driver"] = "575.57.08"
     spec.write_text(to_yaml(data))
     r = clusterctl("plan", spec, env=env, check=False)
     assert "image of pool gpu: stale" in r.stdout and "clusterctl image build" in r.stdout
+
+
+def test_plan_says_whether_an_aws_pools_recorded_ami_is_current(tmp_path):
+    """An aws pool's recorded AMI is judged against the base it was built on: current while the roles and their
+    variables are what it was built with, stale after a version change, with what to run (up does not rebuild it).
+    No AWS call: the plan reads the record."""
+    import json
+
+    from clusterctl.engines.aws.image import BuiltImage, record_image
+    from clusterctl.ops.image_aws import inputs
+    from clusterctl.state import ClusterState
+    from tests.helpers import example_dict, to_yaml
+
+    env = {"CLUSTERCTL_STATE_DIR": str(tmp_path / "state"), "PATH": "/usr/bin:/bin"}
+    spec = tmp_path / "aws.yaml"
+    spec.write_text(to_yaml(example_dict("aws-p5-spot.yaml")))
+    compiled = Compiled.of(spec_of(spec))
+    base = "ami-0abc12345678def90"
+    digest = inputs(compiled, compiled.plan.pool("p5"), base)
+    record_image(ClusterState(compiled.name, root=tmp_path / "state").backend, "p5",
+                 BuiltImage("ami-0feed0000000000aa", base, digest, "i-0builder"))
+    r = clusterctl("plan", spec, "--output", "json", env=env, check=False)
+    assert json.loads(r.stdout)["images"] == [{"pool": "p5", "image": "ami-0feed0000000000aa", "current": True,
+                                               "rebuilt_by_up": False}]
+    data = example_dict("aws-p5-spot.yaml")
+    data.setdefault("software", {})["nccl"] = "2.27.3"
+    spec.write_text(to_yaml(data))
+    r = clusterctl("plan", spec, env=env, check=False)
+    assert ("image of pool p5: stale (ami-0feed0000000000aa: roles or role variables changed since it was built); "
+            "new nodes boot it until `clusterctl image build --pool p5` and `clusterctl up`") in r.stdout, r.stdout
 
 
 def test_up_rebuilds_only_a_built_pools_stale_image_and_only_for_new_nodes(tmp_path, monkeypatch):

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import shlex
 import time
+from pathlib import Path
 
 import pytest
 
@@ -31,6 +32,10 @@ pytestmark = [
 ]
 
 CLOUD = ["cloud001", "cloud002", "cloud003", "cloud004"]
+# How the harness's image builder differs from an EC2 one, as the converge is told: no kernel of its own to build
+# modules for (clusterctl_own_kernel false, as on every lab node), and root logs in with the lab's key (a Debian AMI
+# logs in as admin and sudoes; the burst bootstrap gets the same switch: CLUSTERCTL_BURST_SSH_USER=root).
+BUILDER_IN_A_CONTAINER = {"clusterctl_own_kernel": False, "ansible_user": "root", "ansible_become": False}
 SUBNET_B = "10.219.0.128/26"
 
 
@@ -221,6 +226,81 @@ def test_spot_notice_drains_the_node_and_requeues_the_job(lab):
     assert back_to_power_saving(f), f
     log = lab.burst_log()[mark:]
     assert f"powering down {target}: clusterctl burst: instance gone" in log or f"terminated {target}=" in log
+
+
+def test_image_build_bakes_the_pool_and_a_burst_node_boots_it_with_8_gpus(lab, tmp_path_factory, monkeypatch):
+    """`image build` of the aws pool for real: the builder launched through EC2 (moto, behind the proxy) in the
+    cluster's subnet boots as a VM, the node roles converge it over SSH in image mode from the site's mirrors (the
+    stand-in NVIDIA and EFA releases, as an air-gapped site serves them), CreateImage bakes its root, the image id is
+    recorded and the builder terminated. The launch template then boots it (what `up` does with a recorded image);
+    a job on the burst partition runs on a node booted from that image, whose slurmd registers 8 GPUs, and nothing
+    is installed at its bootstrap. The builder is a container (BUILDER_IN_A_CONTAINER says how it differs)."""
+    from ruamel.yaml import YAML
+
+    from clusterctl.engines.aws.image import recorded_image
+    from clusterctl.ops.image_aws import build_aws_pools
+    from clusterctl.render.compiled import Compiled
+    from clusterctl.validate import load_text
+    from rich.console import Console
+    from tests.engines.aws.burst.labcluster import SPEC
+    from clusterctl.state.secrets import ensure_cluster_id
+    from tests.helpers import to_yaml
+    from tests.standins import efa_installer as efa
+    from tests.standins import vendor_repo as vr
+
+    d = tmp_path_factory.mktemp("burst-image")
+    vr.build(d / "repos")
+    efa.build(d / "repos")
+    base = sorted(i["ImageId"] for i in lab.ec2.describe_images(
+        Owners=["amazon"], Filters=[{"Name": "architecture", "Values": ["x86_64"]}])["Images"])[0]
+    for k, v in lab.burst_env().items():
+        if k.startswith("AWS_"):
+            monkeypatch.setenv(k, v)
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/dev/null")
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
+    with vr.serve(d / "repos", lab.plan.lab.gateway) as url:
+        data = YAML(typ="safe").load(SPEC.read_text())
+        data["pools"][1]["ami"] = base  # the builder's base (moto's own images; the harness boots Debian)
+        data["mirrors"] = {"cuda": {"url": url, "key_url": f"{url}/{vr.REPO_PATH}/{vr.KEY_FILE}"},
+                           "efa": {"url": f"{url}/efa", "key_url": f"{url}/efa/{efa.KEY_FILE}"}}
+        loaded = load_text(to_yaml(data))
+        assert loaded.ok, [f.message for f in loaded.findings]
+        compiled = Compiled.of(loaded.spec)
+        t0 = time.monotonic()
+        with lab.state.lock("image build"):
+            built = build_aws_pools(compiled, lab.state, Console(stderr=True), ["cloud"], quiet=True,
+                                    role_vars=BUILDER_IN_A_CONTAINER)
+        seconds = time.monotonic() - t0
+    [image] = built
+    assert image.built and image.image.startswith("ami-")
+    assert recorded_image(lab.state.backend, "cloud") == {"image_id": image.image, "base_ami": base,
+                                                          "inputs_hash": image.inputs_hash}
+    # The builder: launched from the base in the pool's first-AZ subnet with the template's security group,
+    # tagged as the cluster's, CreateImage'd and terminated.
+    [builder] = [i for i in lab.instances(states=("pending", "running", "shutting-down", "terminated"))
+                 if i["TagMap"].get("clusterctl:role") == "image-builder"]
+    assert builder["ImageId"] == base and builder["State"]["Name"] in ("shutting-down", "terminated")
+    assert builder["SubnetId"] == lab.stack.subnets["us-west-2a"]
+    assert builder["TagMap"]["clusterctl:cluster-id"] == ensure_cluster_id(lab.state)
+    root = Path(lab.proxy.images[image.image])  # what CreateImage baked
+    status = (root / "var/lib/dpkg/status").read_text()
+    for package in ("nvidia-open-570", "nvidia-fabricmanager-570", "libnccl2", "slurmd", "munge"):
+        assert f"Package: {package}\n" in status, package
+    assert (root / "opt/amazon/efa_installed_packages").exists()  # the EFA release ran
+    assert not (root / "etc/munge/munge.key").exists() and not list((root / "etc/ssh").glob("ssh_host_*"))
+
+    lab.set_template_image(image.image)
+    job = lab.sbatch("-p burst -N1 --gres=gpu:8 -o /tmp/image-%j.out --wrap 'srun nvidia-smi -L'")
+    wait_job(lab, job, ("COMPLETED",), 600)
+    [node] = hostlist.expand(lab.job(job)["NodeList"])
+    inst = live_names(lab)[node]
+    assert inst["ImageId"] == image.image
+    assert lab.vms.roots[inst["InstanceId"]] == str(root)  # its VM booted the baked root
+    assert "gpu:" in lab.node(node)["Gres"] and lab.node(node)["Gres"].endswith(":8"), lab.node(node)["Gres"]
+    out = lab.on(inst["PrivateIpAddress"], f"cat /tmp/image-{job}.out").stdout.splitlines()
+    assert [line.split(":")[0] for line in out] == [f"GPU {i}" for i in range(8)], out
+    assert f"bootstrap {node}: installing" not in lab.burst_log()  # the packages came with the image
+    print(f"\nimage build of pool cloud: {seconds:.1f}s")
 
 
 def test_everything_shrinks_back_to_owned_only(lab):
