@@ -35,7 +35,7 @@ def register(app: typer.Typer, load: SpecLoader) -> None:
         first). A pool whose image is current (same roles, versions and base) is not rebuilt; a failed build records
         nothing. Exit 0 when every image is built or current, 1 on any error."""
         from clusterctl.cli.output import console
-        from clusterctl.ops.image import build_images
+        from clusterctl.ops.image_build import build_images
         from clusterctl.render.compiled import Compiled
 
         compiled = Compiled.of(load(spec, output))

@@ -17,8 +17,14 @@ def ssh_target(ssh: SshSpec) -> SshTarget:
     return SshTarget(ssh.user, ssh.port, ssh.jump_host, ssh.become, ssh.private_key_file, ssh.known_hosts_file)
 
 
-# Debian's cloud images log in as admin, who may sudo: the Ansible user of every aws instance.
+# Who logs in on an aws instance, and may sudo: Debian's cloud images make `admin`, Ubuntu's (and the DLAMIs built
+# on them) `ubuntu`. Chosen by the os the spec gives the pool or controller.
 AWS_ADMIN = "admin"
+AWS_LOGIN = {"debian12": AWS_ADMIN, "ubuntu2204": "ubuntu", "ubuntu2404": "ubuntu"}
+
+
+def aws_login(os_name: str) -> str:
+    return AWS_LOGIN.get(os_name, AWS_ADMIN)
 
 
 def controller_node(spec: ClusterSpec, facts: LiveFacts) -> Node:
@@ -29,7 +35,8 @@ def controller_node(spec: ClusterSpec, facts: LiveFacts) -> Node:
         address = eff.lab_addresses(spec)[0]
     elif traits(c).rented:
         # Reached on its public address (the jump host); its private one is what the cluster uses.
-        address, ssh = facts.addresses.get(name), SshTarget(user=AWS_ADMIN, become=True, jump_host=facts.jump_host)
+        address = facts.addresses.get(name)
+        ssh = SshTarget(user=aws_login(c.os), become=True, jump_host=facts.jump_host)
     return Node(
         name=name,
         pool=None,
@@ -75,7 +82,7 @@ def pool_nodes(spec: ClusterSpec, facts: LiveFacts) -> list[Node]:
                     address=facts.addresses.get(n),
                     cloud=i >= static,
                     instance_type=pool.instance_type,
-                    ssh=SshTarget(user=AWS_ADMIN, become=True, jump_host=facts.jump_host),
+                    ssh=SshTarget(user=aws_login(pool.os), become=True, jump_host=facts.jump_host),
                     **common,
                 )
                 for i, n in enumerate(eff.generated_names(pool))

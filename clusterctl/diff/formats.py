@@ -52,8 +52,8 @@ def _live_lines(r: PlanReport) -> list[str]:
             out.append(f"image of pool {img['pool']}: stale (roles, role variables or base changed since it was "
                        f"built); `clusterctl up` rebuilds it before it creates a node of the pool, or `clusterctl image build` now")
         else:
-            out.append(f"image of pool {img['pool']}: stale ({img['image']}: roles or role variables changed since it "
-                       f"was built); new nodes boot it until `clusterctl image build --pool {img['pool']}` and `clusterctl up`")
+            out.append(f"image of pool {img['pool']}: stale ({img['image']}: roles, role variables or the spec's ami "
+                       f"changed since it was built); new nodes boot it until `clusterctl image build --pool {img['pool']}` and `clusterctl up`")
     if r.cloud is not None:
         if not r.cloud.get("checked"):
             out.append(f"cloud: not previewed: {r.cloud['reason']}")

@@ -81,19 +81,6 @@ def chosen_pools(compiled: Compiled, names: list[str]) -> list[str]:
     return chosen
 
 
-def build_images(compiled: Compiled, console: Console, names: list[str], quiet: bool = False,
-                 fast: bool = True) -> list[PoolImage]:
-    from clusterctl.ops.image_aws import build_aws_pools
-
-    chosen = chosen_pools(compiled, names)
-    lab = [n for n in chosen if traits(compiled.plan.pool(n)).lab]
-    state = ClusterState.for_spec(compiled.spec)
-    with state.lock("image build"):
-        built = build_pools(compiled, state, console, lab, quiet, fast) if lab else []
-        rented = [n for n in chosen if n not in lab]
-        return built + (build_aws_pools(compiled, state, console, rented, quiet, fast) if rented else [])
-
-
 def converge_builder(compiled: Compiled, build: Path, pool: PoolPlan, name: str, address: str, extravars: dict,
                      ssh: SshOptions, console: Console, quiet: bool, fast: bool) -> None:
     """The node roles in image mode on one builder (`name` at `address`, in the pool's group): what `up` runs on

@@ -17,15 +17,16 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from clusterctl.compile.model import PoolPlan
+from clusterctl.compile.model import ClusterPlan, LiveFacts, PoolPlan
+from clusterctl.compile.nodes import aws_login
+from clusterctl.core.providers import traits
 from clusterctl.core.resources import resource_dir
 from clusterctl.engines.ansible.settings import SshOptions
 from clusterctl.engines.aws import image as ami
 from clusterctl.engines.ssh import hostkeys
-from clusterctl.engines.ssh.ports import wait_port
-from clusterctl.ops.access import access_for
+from clusterctl.ops.access import access_for, ssh_hosts
 from clusterctl.ops.image import ImageError, PoolImage, converge_builder
 from clusterctl.render.ansible import all_vars, pool_vars
 from clusterctl.render.compiled import Compiled
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
 SSH_WAIT_S = 900  # a p5 takes minutes from "running" to sshd answering
+WAIT_VAR = "clusterctl_wait_for_ssh"  # playbooks/hostkeys.yml waits this long for the builder to let Ansible in
 BUILDER_NAME = "{pool}-image"  # the builder's inventory name (its hostname stays the instance's own)
 
 
@@ -50,12 +52,36 @@ def inputs(compiled: Compiled, pool: PoolPlan, base: str) -> str:
                            pool.instance_type)
 
 
-def builder_ssh(access: SshOptions, build: Path, pool: str) -> SshOptions:
-    """The cluster's SSH key, with a known_hosts of the builder's own (trust on first use, emptied first)."""
+def is_current(compiled: Compiled, pool: PoolPlan, record: dict | None) -> bool:
+    """Whether the recorded AMI is what the spec and roles make now, judged on the spec's `ami` when it names one,
+    else on the base the image was built on: a newer DLAMI release is no change of the spec (a rebuild for any
+    other reason takes it). `plan` and `image build` both ask this."""
+    if not record:
+        return False
+    return inputs(compiled, pool, pool.ami or str(record.get("base_ami"))) == record.get("inputs_hash")
+
+
+def builder_ssh(access: SshOptions, build: Path, plan: ClusterPlan, pool: str, address: str) -> SshOptions:
+    """The cluster's SSH key and known hosts (the jump host stays checked against its recorded key), less any key
+    recorded for the builder's address: another instance had it before, and the builder's key is trusted on first
+    use in this copy only, never in the cluster's file."""
     known = build / f"known_hosts-{pool}-builder"
-    known.unlink(missing_ok=True)
-    config = hostkeys.write_config(build / f"ssh_config-{pool}-builder", known, [], tofu=True)
+    lines = access.known_hosts.read_text().splitlines() if access.known_hosts and access.known_hosts.exists() else []
+    keep = [line for line in lines if not any(h == address or h.startswith(f"[{address}]:")
+                                              for h in line.split(" ", 1)[0].split(","))]
+    known.write_text("".join(f"{line}\n" for line in keep))
+    config = hostkeys.write_config(build / f"ssh_config-{pool}-builder", known, ssh_hosts(plan), tofu=True)
     return SshOptions(private_key=access.private_key, known_hosts=known, config=config)
+
+
+def with_jump_host(compiled: Compiled, state: ClusterState, ec2: Any) -> Compiled:
+    """The compiled spec with the aws controller as the jump host to the pool's subnets, as `up` reaches its nodes
+    (image build runs without the stack's outputs: the controller is found by its tags)."""
+    plan = compiled.plan
+    if not traits(plan.controller).rented:
+        return compiled
+    address = ami.controller_address(ec2, plan.name, ensure_cluster_id(state))
+    return compiled.with_facts(LiveFacts(jump_host=f"{aws_login(plan.controller_os)}@{address}")) if address else compiled
 
 
 def build_aws_pools(compiled: Compiled, state: ClusterState, console: Console, chosen: list[str], quiet: bool,
@@ -71,7 +97,7 @@ def build_aws_pools(compiled: Compiled, state: ClusterState, console: Console, c
     build = state.dir / "image-build"
     write_build(compiled.files, build)
     ssh = access_for(plan, state, log).ssh
-    extravars = {**playbook_vars(ensure_munge_key(state)), **(role_vars or {})}
+    extravars = {**playbook_vars(ensure_munge_key(state)), WAIT_VAR: SSH_WAIT_S, **(role_vars or {})}
     cluster_id = ensure_cluster_id(state)
     stack = StackConfig.from_plan(plan)
     out = []
@@ -83,26 +109,22 @@ def build_aws_pools(compiled: Compiled, state: ClusterState, console: Console, c
             network = ami.builder_network(ec2, plan.name, cluster_id, stack.pool(pool.name))
             req = ami.BuildRequest(plan.name, cluster_id, pool.name, pool.region, pool.instance_type,
                                    network.subnet_id, network.security_group_ids, "", base_ami=pool.ami,
-                                   base_os=pool.os, key_name=network.key_name)
+                                   base_os=pool.os, key_name=network.key_name,
+                                   root_volume_gib=stack.pool(pool.name).root_volume_gib)
+            recorded = ami.recorded_image(state.backend, pool.name)
+            if recorded and is_current(compiled, pool, recorded):
+                log(f"pool {pool.name}: image {recorded['image_id']} is current")
+                out.append(PoolImage(pool.name, str(recorded["image_id"]), str(recorded["inputs_hash"]), False, 0.0))
+                continue
             base = ami.resolve_base_ami(ec2, ssm, req)
             digest = inputs(compiled, pool, base)
-            recorded = ami.recorded_image(state.backend, pool.name)
-            if recorded and recorded.get("inputs_hash") == digest:
-                log(f"pool {pool.name}: image {recorded['image_id']} is current")
-                out.append(PoolImage(pool.name, str(recorded["image_id"]), digest, False, 0.0))
-                continue
-            like = next(iter(plan.nodes_of(pool.name)), None)
-            port = like.ssh.port if like is not None else 22
+            reached = with_jump_host(compiled, state, ec2)
             name = BUILDER_NAME.format(pool=pool.name)
-            options = builder_ssh(ssh, build, pool.name)
 
-            def converge(address: str, pool: PoolPlan = pool, port: int = port, name: str = name,
-                         options: SshOptions = options) -> None:
+            def converge(address: str, pool: PoolPlan = pool, name: str = name, reached: Compiled = reached) -> None:
                 log(f"pool {pool.name}: converging the image builder at {address}")
-                if not wait_port(address, port, SSH_WAIT_S):
-                    raise ImageError(f"the image builder of pool {pool.name} ({address}) did not answer on SSH port "
-                                     f"{port} within {SSH_WAIT_S} s")
-                converge_builder(compiled, build, pool, name, address, extravars, options, console, quiet, fast)
+                options = builder_ssh(ssh, build, reached.plan, pool.name, address)
+                converge_builder(reached, build, pool, name, address, extravars, options, console, quiet, fast)
 
             log(f"pool {pool.name}: launching the image builder from {base} in {network.subnet_id}")
             built = ami.build_image(ec2, ssm, state.backend, replace(req, base_ami=base, inputs_hash=digest), converge)

@@ -42,8 +42,8 @@ def add_hosts(report: PlanReport, compiled: Compiled, state: ClusterState) -> No
 
 
 def add_images(report: PlanReport, compiled: Compiled, state: ClusterState) -> None:
-    """Each lab or aws pool's recorded node image, and whether it is still what the spec and roles make. An aws
-    image is judged against the base it was built on (a newer DLAMI release is not a change of the spec)."""
+    """Each lab or aws pool's recorded node image, and whether it is still what the spec and roles make (for aws
+    pools, as `image build` judges it: image_aws.is_current)."""
     from clusterctl.core.providers import traits
     from clusterctl.engines import images
     from clusterctl.engines.local import image as lab_image
@@ -64,8 +64,8 @@ def add_images(report: PlanReport, compiled: Compiled, state: ClusterState) -> N
             entry = {"pool": name, "image": rec.get("image"), "rebuilt_by_up": True,
                      "current": lab_image.current_image(state.backend, plan, pool, lab) is not None}
         else:
-            current = image_aws.inputs(compiled, pool, str(rec.get("base_ami"))) == rec.get("inputs_hash")
-            entry = {"pool": name, "image": rec.get("image_id"), "rebuilt_by_up": False, "current": current}
+            entry = {"pool": name, "image": rec.get("image_id"), "rebuilt_by_up": False,
+                     "current": image_aws.is_current(compiled, pool, rec)}
         report.images.append(entry)
 
 

@@ -82,7 +82,8 @@ def test_plan_says_whether_each_recorded_image_is_current(tmp_path, monkeypatch)
 
 def test_plan_says_whether_an_aws_pools_recorded_ami_is_current(tmp_path):
     """An aws pool's recorded AMI is judged against the base it was built on: current while the roles and their
-    variables are what it was built with, stale after a version change, with what to run (up does not rebuild it).
+    variables are what it was built with and the spec's ami (when it names one) is its base, stale after a version
+    or base change, with what to run (up does not rebuild it).
     No AWS call: the plan reads the record."""
     import json
 
@@ -102,11 +103,18 @@ def test_plan_says_whether_an_aws_pools_recorded_ami_is_current(tmp_path):
     r = clusterctl("plan", spec, "--output", "json", env=env, check=False)
     assert json.loads(r.stdout)["images"] == [{"pool": "p5", "image": "ami-0feed0000000000aa", "current": True,
                                                "rebuilt_by_up": False}]
+    for edit in ({"pools": [{"ami": base}]}, {"pools": [{"ami": "ami-0fedcba987654321"}]}):  # same base: current
+        data = example_dict("aws-p5-spot.yaml")
+        data["pools"][0].update(edit["pools"][0])
+        spec.write_text(to_yaml(data))
+        r = clusterctl("plan", spec, "--output", "json", env=env, check=False)
+        assert json.loads(r.stdout)["images"][0]["current"] is (edit["pools"][0]["ami"] == base)
     data = example_dict("aws-p5-spot.yaml")
     data.setdefault("software", {})["nccl"] = "2.27.3"
     spec.write_text(to_yaml(data))
     r = clusterctl("plan", spec, env=env, check=False)
-    assert ("image of pool p5: stale (ami-0feed0000000000aa: roles or role variables changed since it was built); "
+    assert ("image of pool p5: stale (ami-0feed0000000000aa: roles, role variables or the spec's ami changed since it "
+            "was built); "
             "new nodes boot it until `clusterctl image build --pool p5` and `clusterctl up`") in r.stdout, r.stdout
 
 

@@ -14,13 +14,16 @@ deregistered, and nothing is recorded: a later `up` never boots a pool from an i
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 from clusterctl.core.errors import ClusterctlError
 from clusterctl.engines import images
-from clusterctl.engines.aws.burst.ec2 import CLUSTER_TAG, POOL_TAG, LaunchFailed, launch_targets
+from clusterctl.engines.aws.burst.ec2 import (CLUSTER_TAG, IMAGE_BUILDER, POOL_TAG, ROLE_TAG, LaunchFailed,
+                                              launch_targets, ours)
+from clusterctl.engines.aws.launch import block_devices
 from clusterctl.engines.aws.preflight import DEBIAN_12_NAME, DEBIAN_OWNER
 from clusterctl.render.stack_config import CLUSTER_ID_TAG, PoolConfig
 from clusterctl.state.backend import Backend
@@ -47,6 +50,7 @@ class BuildRequest:
     base_os: str = "ubuntu2204"  # the pool's os (spec.vendor.OsName)
     arch: str = "x86_64"
     key_name: str | None = None
+    root_volume_gib: int = 200  # the pool's root volume: the builder's disk holds driver, CUDA and NCCL like the nodes'
 
 
 @dataclass(frozen=True)
@@ -62,6 +66,15 @@ def inputs_hash(role_vars: dict, base: str, roles_dir: Path, instance_type: str)
     image, the instance type (driver/EFA choices follow it) and the node roles. A change to any means the recorded
     image is stale."""
     return images.inputs_hash({"vars": role_vars, "base": base, "instance_type": instance_type}, roles_dir)
+
+
+def controller_address(ec2: Any, cluster: str, cluster_id: str) -> str | None:
+    """The aws controller's public address, found by the stack's tags: the jump host to the private subnets, as
+    `up` reaches the pool's nodes (None: no public address, the user reaches the VPC some other way)."""
+    resp = ec2.describe_instances(Filters=[*ours(cluster, cluster_id), {"Name": f"tag:{ROLE_TAG}", "Values": ["controller"]},
+                                           {"Name": "instance-state-name", "Values": ["running"]}])
+    found = [i.get("PublicIpAddress") for r in resp["Reservations"] for i in r["Instances"] if i.get("PublicIpAddress")]
+    return str(found[0]) if found else None
 
 
 def base_ami_parameter(os_name: str = "ubuntu2204", arch: str = "x86_64") -> str:
@@ -84,7 +97,8 @@ def resolve_base_ami(ec2: Any, ssm: Any, req: BuildRequest) -> str:
 
 def newest_debian(ec2: Any, req: BuildRequest) -> str:
     found = ec2.describe_images(Owners=[DEBIAN_OWNER], Filters=[
-        {"Name": "name", "Values": [DEBIAN_12_NAME]}, {"Name": "architecture", "Values": [req.arch]}])["Images"]
+        {"Name": "name", "Values": [DEBIAN_12_NAME]}, {"Name": "architecture", "Values": [req.arch]},
+        {"Name": "state", "Values": ["available"]}])["Images"]
     if not found:
         raise ImageBuildError(f"no official Debian 12 image ({DEBIAN_12_NAME}, owner {DEBIAN_OWNER}) in {req.region}: "
                               f"name one in pools[].ami")
@@ -107,7 +121,7 @@ def preflight_base(ec2: Any, ami: str, region: str) -> dict:
 def _tags(req: BuildRequest, role: str) -> list[dict]:
     return [{"Key": CLUSTER_TAG, "Value": req.cluster}, {"Key": CLUSTER_ID_TAG, "Value": req.cluster_id},
             {"Key": POOL_TAG, "Value": req.pool}, {"Key": "clusterctl:inputs", "Value": req.inputs_hash},
-            {"Key": "clusterctl:role", "Value": role}]
+            {"Key": ROLE_TAG, "Value": role}]
 
 
 @dataclass(frozen=True)
@@ -134,14 +148,18 @@ def builder_network(ec2: Any, cluster: str, cluster_id: str, pool: PoolConfig) -
     return BuilderNetwork(target.subnet_id, target.security_group_ids, key)
 
 
-def launch_builder(ec2: Any, req: BuildRequest, base: str) -> str:
+def launch_builder(ec2: Any, req: BuildRequest, base: str, root_device: str | None = None) -> str:
+    """On-demand, with the pool's root volume (gp3, encrypted, as the launch template gives the nodes; the base
+    image's own root, often 8 GiB, would not hold the stack)."""
     args: dict[str, Any] = dict(
         ImageId=base, InstanceType=req.instance_type, MinCount=1, MaxCount=1, SubnetId=req.subnet_id,
         SecurityGroupIds=list(req.security_group_ids),
         MetadataOptions={"HttpTokens": "required", "HttpEndpoint": "enabled"},
-        TagSpecifications=[{"ResourceType": "instance", "Tags": _tags(req, "image-builder")}])
+        TagSpecifications=[{"ResourceType": "instance", "Tags": _tags(req, IMAGE_BUILDER)}])
     if req.key_name:
         args["KeyName"] = req.key_name
+    if root_device:
+        args["BlockDeviceMappings"] = block_devices(root_device, req.root_volume_gib)
     return str(ec2.run_instances(**args)["Instances"][0]["InstanceId"])
 
 
@@ -159,12 +177,18 @@ def wait_available(ec2: Any, image_id: str, delay: int = 15) -> None:
     ec2.get_waiter("image_available").wait(ImageIds=[image_id], WaiterConfig={"Delay": delay, "MaxAttempts": 120})
 
 
+def stamp() -> str:
+    """The time in an image's name: going back to earlier inputs makes a new image (AMI names are unique per
+    account, and the earlier one may be gone or kept)."""
+    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+
+
 def build_image(ec2: Any, ssm: Any, state: Backend, req: BuildRequest, converge: Callable[[str], None],
                 wait_image: Callable[[Any, str], None] = wait_available, delay: int = 15) -> BuiltImage:
     """Base image -> builder -> converge(address) -> CreateImage -> available -> recorded. The builder always ends."""
     base = resolve_base_ami(ec2, ssm, req)
-    preflight_base(ec2, base, req.region)
-    builder = launch_builder(ec2, req, base)
+    found = preflight_base(ec2, base, req.region)
+    builder = launch_builder(ec2, req, base, found.get("RootDeviceName"))
     image_id: str | None = None
     try:
         try:
@@ -172,7 +196,7 @@ def build_image(ec2: Any, ssm: Any, state: Backend, req: BuildRequest, converge:
         except Exception as e:
             raise ImageBuildError(f"converging the image builder {builder} for pool {req.pool} failed: {e}") from e
         image_id = str(ec2.create_image(
-            InstanceId=builder, Name=f"clusterctl-{req.cluster_id}-{req.pool}-{req.inputs_hash[:12]}",
+            InstanceId=builder, Name=f"clusterctl-{req.cluster_id}-{req.pool}-{req.inputs_hash[:12]}-{stamp()}",
             Description=f"clusterctl node image for pool {req.pool} (inputs {req.inputs_hash})",
             TagSpecifications=[{"ResourceType": "image", "Tags": _tags(req, "node-image")}])["ImageId"])
         wait_image(ec2, image_id)
@@ -181,10 +205,25 @@ def build_image(ec2: Any, ssm: Any, state: Backend, req: BuildRequest, converge:
         return built
     except BaseException:
         if image_id is not None:
-            ec2.deregister_image(ImageId=image_id)
+            discard_image(ec2, image_id)
         raise
     finally:
-        ec2.terminate_instances(InstanceIds=[builder])
+        try:
+            ec2.terminate_instances(InstanceIds=[builder])
+        except Exception as e:  # said with what to do; the build's own error, if any, is chained to it
+            raise ImageBuildError(f"could not terminate the image builder {builder} of pool {req.pool} ({e}): "
+                                  f"terminate it by hand (tag clusterctl:role=image-builder); `clusterctl down` "
+                                  f"terminates it too") from e
+
+
+def discard_image(ec2: Any, image_id: str) -> None:
+    """A half-made image goes with its EBS snapshots (deregistering alone leaves them, and they are billed)."""
+    found = ec2.describe_images(ImageIds=[image_id])["Images"]
+    snapshots = [m["Ebs"]["SnapshotId"] for i in found for m in i.get("BlockDeviceMappings") or []
+                 if (m.get("Ebs") or {}).get("SnapshotId")]
+    ec2.deregister_image(ImageId=image_id)
+    for snapshot in snapshots:
+        ec2.delete_snapshot(SnapshotId=snapshot)
 
 
 def record_image(state: Backend, pool: str, built: BuiltImage) -> None:

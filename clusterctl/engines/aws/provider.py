@@ -24,7 +24,7 @@ class AwsProvider:
 
         result = cloud_up(ctx.plan, ctx.state, confirm=ctx.confirm or (lambda preview: False), console=ctx.console,
                           quiet=ctx.quiet, on_findings=ctx.on_findings)
-        return cloud_facts(result.outputs)
+        return cloud_facts(result.outputs, ctx.plan.controller_os)
 
     def identity(self, plan: ClusterPlan, state: ClusterState, log: Callable[[str], None]) -> SshIdentity:
         # The cluster's own admin key (made by the cloud engine, installed by cloud-init); host keys on first contact.

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import socket
-import time
 
 
 def port_open(address: str, port: int = 22, timeout: float = 3) -> bool:
@@ -12,14 +11,3 @@ def port_open(address: str, port: int = 22, timeout: float = 3) -> bool:
             return True
     except OSError:
         return False
-
-
-def wait_port(address: str, port: int, timeout: float, interval: float = 2) -> bool:
-    """True once address:port accepts a connection, False when `timeout` seconds passed without."""
-    deadline = time.monotonic() + timeout
-    while True:
-        if port_open(address, port):
-            return True
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(interval)

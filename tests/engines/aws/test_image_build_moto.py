@@ -37,7 +37,17 @@ def instance_state(ec2, instance_id: str) -> str:
 def test_build_records_the_image_and_the_launch_template_uses_it(aws, tmp_path: Path) -> None:
     ec2, ssm, state, subnet, sg, base = setup(tmp_path)
     targets: list[str] = []
-    built = img.build_image(ec2, ssm, state, request(subnet, sg, base), targets.append, delay=1)
+    volumes: list[dict] = []
+
+    def converge(address: str) -> None:  # while the builder runs: its disk is the pool's root volume, not the base's
+        targets.append(address)
+        [builder] = [i for r in ec2.describe_instances(Filters=[{"Name": "private-ip-address", "Values": [address]}])[
+            "Reservations"] for i in r["Instances"]]
+        volumes.extend(ec2.describe_volumes(Filters=[{"Name": "attachment.instance-id",
+                                                      "Values": [builder["InstanceId"]]}])["Volumes"])
+
+    built = img.build_image(ec2, ssm, state, request(subnet, sg, base), converge, delay=1)
+    assert [(v["Size"], v["VolumeType"], v["Encrypted"]) for v in volumes] == [(200, "gp3", True)]
 
     builder = ec2.describe_instances(InstanceIds=[built.builder_id])["Reservations"][0]["Instances"][0]
     assert targets == [builder["PrivateIpAddress"]]  # converged over the builder's address, once
@@ -78,15 +88,30 @@ def test_converge_failure_terminates_the_builder_and_records_nothing(aws, tmp_pa
     assert img.recorded_images(state, ["p5"]) == {}
 
 
+def test_going_back_to_earlier_inputs_makes_a_new_image(aws, tmp_path: Path, monkeypatch) -> None:
+    """AMI names are unique per account: inputs X, then Y, then X again must not trip over X's first image."""
+    from dataclasses import replace
+
+    ec2, ssm, state, subnet, sg, base = setup(tmp_path)
+    stamps = iter(["20261206T230000Z", "20261206T231500Z", "20261206T233000Z"])
+    monkeypatch.setattr(img, "stamp", lambda: next(stamps))
+    ids = [img.build_image(ec2, ssm, state, replace(request(subnet, sg, base), inputs_hash=h), lambda a: None,
+                           delay=1).image_id for h in ("ab" * 32, "cd" * 32, "ab" * 32)]
+    assert len(set(ids)) == 3
+
+
 def test_failure_after_create_image_deregisters_it(aws, tmp_path: Path) -> None:
     ec2, ssm, state, subnet, sg, base = setup(tmp_path)
 
     def never_available(client, image_id: str) -> None:
         raise TimeoutError(f"{image_id} stayed pending")
 
+    snapshots_before = {s["SnapshotId"] for s in ec2.describe_snapshots(OwnerIds=["self"])["Snapshots"]}
     with pytest.raises(TimeoutError):
         img.build_image(ec2, ssm, state, request(subnet, sg, base), lambda a: None, wait_image=never_available, delay=1)
     assert [i for i in ec2.describe_images(Owners=["self"])["Images"] if i["State"] == "available"] == []
+    # its snapshots go with it (deregistering alone leaves them, billed)
+    assert {s["SnapshotId"] for s in ec2.describe_snapshots(OwnerIds=["self"])["Snapshots"]} == snapshots_before
     assert img.recorded_image(state, "p5") is None
     builders = [i for r in ec2.describe_instances()["Reservations"] for i in r["Instances"]]
     assert [b["State"]["Name"] in ("shutting-down", "terminated") for b in builders] == [True]
@@ -119,7 +144,8 @@ def test_a_debian_pool_builds_on_the_newest_official_debian_12_image() -> None:
     ec2 = boto3.client("ec2", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
     req = replace(request("subnet-1", "sg-1", None), base_os="debian12")
     query = {"Owners": ["136693071363"], "Filters": [{"Name": "name", "Values": ["debian-12-amd64-*"]},
-                                                     {"Name": "architecture", "Values": ["x86_64"]}]}
+                                                     {"Name": "architecture", "Values": ["x86_64"]},
+                                                     {"Name": "state", "Values": ["available"]}]}
     images = [{"ImageId": "ami-0000000000000old1", "CreationDate": "2025-01-10T00:00:00.000Z"},
               {"ImageId": "ami-0000000000000new2", "CreationDate": "2026-11-02T00:00:00.000Z"}]
     with Stubber(ec2) as stub:

@@ -264,8 +264,8 @@ def sync(ctx: Context, dry_run: bool = False) -> SyncReport:
         states = ctx.slurm.nodes(list(plan.cloud_nodes))
         by_node: dict[str, list[cloud.Instance]] = defaultdict(list)
         for i in instances:
-            if i.pool not in elastic or i.name in plan.static_nodes:
-                continue  # static nodes and the controller belong to the Pulumi stack
+            if i.pool not in elastic or i.name in plan.static_nodes or i.image_builder:
+                continue  # static nodes and the controller belong to the Pulumi stack, builders to `image build`
             if i.name in plan.cloud_nodes:
                 by_node[i.name].append(i)
             elif i.age() >= grace:

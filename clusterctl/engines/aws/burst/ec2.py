@@ -23,6 +23,8 @@ from clusterctl.core.errors import ClusterctlError
 
 CLUSTER_TAG = "clusterctl:cluster"
 POOL_TAG = "clusterctl:pool"
+ROLE_TAG = "clusterctl:role"  # image-builder: `image build`'s instance, neither Slurm's nor the stack's
+IMAGE_BUILDER = "image-builder"
 NAME_TAG = "Name"
 LIVE_STATES = ("pending", "running", "stopping", "stopped")
 
@@ -94,6 +96,11 @@ class Instance:
     private_ip: str | None
     availability_zone: str | None
     launch_time: datetime | None
+    role: str | None = None
+
+    @property
+    def image_builder(self) -> bool:
+        return self.role == IMAGE_BUILDER
 
     def age(self, now: datetime | None = None) -> float:
         if self.launch_time is None:
@@ -109,7 +116,7 @@ def _instance(i: dict) -> Instance:
         lt = datetime.fromisoformat(lt.replace("Z", "+00:00"))
     return Instance(id=i["InstanceId"], name=tags.get(NAME_TAG), pool=tags.get(POOL_TAG), state=i["State"]["Name"],
                     private_ip=i.get("PrivateIpAddress"), availability_zone=(i.get("Placement") or {}).get("AvailabilityZone"),
-                    launch_time=lt)
+                    launch_time=lt, role=tags.get(ROLE_TAG))
 
 
 def ours(cluster: str, cluster_id: str) -> list[dict]:

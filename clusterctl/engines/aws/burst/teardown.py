@@ -61,8 +61,9 @@ def release_burst_instances(plan: ClusterPlan, cluster_id: str, log: Callable[[s
 
 
 def _launched_by_burst(burst: BurstPlan, elastic_pools: set[str], inst: cloud.Instance) -> bool:
-    """A cloud node's instance, or a stray of an elastic pool (no Name, or a node `max` no longer has);
-    never a static node, whose instance is the stack's."""
+    """A cloud node's instance, a stray of an elastic pool (no Name, or a node `max` no longer has), or an image
+    builder an interrupted `image build` left running (it would hold the subnet the destroy removes); never a
+    static node, whose instance is the stack's."""
     if inst.name in burst.static_nodes:
         return False
-    return inst.name in burst.cloud_nodes or inst.pool in elastic_pools
+    return inst.name in burst.cloud_nodes or inst.pool in elastic_pools or inst.image_builder

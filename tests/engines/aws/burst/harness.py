@@ -313,6 +313,7 @@ class InstanceVms:
     vms: dict[str, tuple[str, str]] = field(default_factory=dict)  # instance id -> (lab node name, address)
     images: dict[str, str] = field(default_factory=dict)  # AMI id -> baked root (FaultProxy.images)
     roots: dict[str, str | None] = field(default_factory=dict)  # instance id -> the baked root it boots, if any
+    baked: set[str] = field(default_factory=set)  # instances CreateImage stopped: their VM is not started again
     names: dict[str, str | None] = field(default_factory=dict)  # instance id -> Name tag when booted
     events: list[VmEvent] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
@@ -372,6 +373,8 @@ class InstanceVms:
         wanted = {}
         now = time.time()
         for iid, (addr, name, launched) in live.items():
+            if iid in self.baked:
+                continue  # stopped for its image (bake); the next pass removes its VM
             if iid not in self.vms and now - launched < BOOT_AFTER_S:
                 continue  # booted on a later pass (BOOT_AFTER_S says why)
             wanted[iid] = (self.vm_name(iid), addr)
@@ -400,13 +403,17 @@ class InstanceVms:
         into `cache` like a lab node image; returns the image's root. The VM stays stopped until it is removed."""
         from clusterctl.engines.local import rootfs
 
+        dest = cache / f"ami-of-{instance_id}"
         with self.lock:
+            if dest.is_dir():  # a retried CreateImage (the client timed out while the first one baked)
+                return str(dest)
             if instance_id not in self.vms:
                 raise RuntimeError(f"CreateImage of {instance_id}: no VM runs for it")
             lab = self._lab(self.vms)
             paths = lab._paths(self.vms[instance_id][0])
+            self.baked.add(instance_id)
             lab._stop([paths])
-            return str(rootfs.bake(paths.root, cache / f"ami-of-{instance_id}", lambda m: None))
+            return str(rootfs.bake(paths.root, dest, lambda m: None))
 
     def address_of(self, node: str) -> str | None:
         for iid, (_, addr) in self.vms.items():

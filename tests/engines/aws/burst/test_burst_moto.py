@@ -314,6 +314,24 @@ def test_sync_terminates_strays_only_after_the_grace(ctx, stack, monkeypatch):
     assert len(others) == 1
 
 
+def test_sync_leaves_an_image_builder_alone_and_down_terminates_it(ctx, stack, monkeypatch):
+    """`image build`'s builder carries the pool's tag and no Name, like a stray of a resume that died before
+    tagging, but a build takes longer than sync's grace: sync must not take it from under the converge. A builder
+    an interrupted build left behind is the cluster's, and `down` terminates it before destroying the stack."""
+    from clusterctl.engines.aws.burst.teardown import release_burst_instances
+    from tests.engines.aws.burst.conftest import lab_plan
+
+    ec2, st = stack
+    tags = [*OURS, {"Key": "clusterctl:pool", "Value": "cloud"}, {"Key": "clusterctl:role", "Value": "image-builder"}]
+    builder = ec2.run_instances(MinCount=1, MaxCount=1, LaunchTemplate={"LaunchTemplateId": st.launch_template_id},
+                                SubnetId=st.subnets["us-west-2a"],
+                                TagSpecifications=[{"ResourceType": "instance", "Tags": tags}])["Instances"][0]
+    _old(ctx, monkeypatch)
+    assert actions.sync(ctx).terminated == {} and [i.id for i in live(ec2)] == [builder["InstanceId"]]
+    released = release_burst_instances(lab_plan(), ctx.cluster_id, lambda m: None, poll_seconds=1)
+    assert released == {builder["InstanceId"]: builder["InstanceId"]} and live(ec2) == []
+
+
 def test_sync_keeps_the_instance_slurm_uses_when_there_are_two(ctx, stack):
     ec2, st = stack
     first = actions.resume(ctx, "cloud001").launched["cloud001"]
