@@ -130,7 +130,8 @@ def test_burst_job_grows_runs_and_shrinks(lab):
     assert sorted(out.split()) == sorted(nodes)
     log = lab.burst_log()
     assert "resume latency" in log and f"job {job}: launched" in log
-    print(f"\nsbatch -> job start on burst nodes: {started:.1f}s")
+    configured = [line.split(": ", 1)[1] for line in log.splitlines() if ": configured in" in line]
+    print(f"\nsbatch -> job start on burst nodes: {started:.1f}s; their bootstrap (base image): {configured}")
 
     # SuspendTime (60 s) later: instances terminated (by tag), VMs gone, nodes powered down in Slurm.
     wait_for(lambda: not set(nodes) & set(live_names(lab)), 240, 3, "the burst instances to be terminated")
@@ -292,6 +293,7 @@ def test_image_build_bakes_the_pool_and_a_burst_node_boots_it_with_8_gpus(lab, t
     assert not (root / "etc/munge/munge.key").exists() and not list((root / "etc/ssh").glob("ssh_host_*"))
 
     lab.set_template_image(image.image)
+    mark = len(lab.burst_log())
     t0 = time.monotonic()
     job = lab.sbatch("-p burst -N1 --gres=gpu:8 -o /tmp/image-%j.out --wrap 'srun nvidia-smi -L'")
     wait_job(lab, job, ("RUNNING", "COMPLETING", "COMPLETED"), 600)
@@ -304,8 +306,11 @@ def test_image_build_bakes_the_pool_and_a_burst_node_boots_it_with_8_gpus(lab, t
     assert "gpu:" in lab.node(node)["Gres"] and lab.node(node)["Gres"].endswith(":8"), lab.node(node)["Gres"]
     out = lab.on(inst["PrivateIpAddress"], f"cat /tmp/image-{job}.out").stdout.splitlines()
     assert [line.split(":")[0] for line in out] == [f"GPU {i}" for i in range(8)], out
-    assert f"bootstrap {node}: installing" not in lab.burst_log()  # the packages came with the image
-    print(f"\nimage build of pool cloud: {seconds:.1f}s; sbatch -> job start on a node booted from it: {started:.1f}s")
+    log = lab.burst_log()[mark:]
+    assert f"bootstrap {node}: installing" not in log  # the packages came with the image
+    configured = [line.split(": ", 1)[1] for line in log.splitlines() if f"{node}: configured in" in line]
+    print(f"\nimage build of pool cloud: {seconds:.1f}s; sbatch -> job start on a node booted from it: "
+          f"{started:.1f}s; its bootstrap: {configured}")
 
 
 def test_everything_shrinks_back_to_owned_only(lab):
