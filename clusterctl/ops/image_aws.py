@@ -2,14 +2,16 @@
 the lab's images (clusterctl.ops.image).
 
 The builder boots from the pool's base image (the spec's `ami`, else by the pool's `os`: AWS's Deep Learning Base
-OSS NVIDIA Driver AMI through its public SSM parameter on Ubuntu, the official Debian 12 AMI on Debian) in the cluster's own network: the subnet of the pool's first AZ, its launch
-template's security groups and key pair, found by the stack's tags, so the stack must be up. It is converged over
+OSS NVIDIA Driver AMI through its public SSM parameter on Ubuntu, the official Debian 12 AMI on Debian) in the
+cluster's own network: the subnet of the pool's first AZ, its launch template's security groups and key pair, found
+by the stack's tags, so the stack must be up. It is converged over
 SSH, then CreateImage, waited until available and recorded with its inputs' hash; the builder is terminated
 whatever happens, and a failed build records nothing (clusterctl.engines.aws.image). The next `up` points the
 pool's launch template (what burst resume launches) and its static instances at the recorded image.
 
 The builder is a new host at an address another instance may have had: its host key is trusted on first use in a
-known_hosts file of its own, started empty for each build, never the cluster's.
+per-build copy of the cluster's known_hosts without any key recorded for that address (builder_ssh), never in the
+cluster's file.
 """
 
 from __future__ import annotations
@@ -61,16 +63,14 @@ def is_current(compiled: Compiled, pool: PoolPlan, record: dict | None) -> bool:
     return inputs(compiled, pool, pool.ami or str(record.get("base_ami"))) == record.get("inputs_hash")
 
 
-def builder_ssh(access: SshOptions, build: Path, plan: ClusterPlan, pool: str, address: str) -> SshOptions:
+def builder_ssh(access: SshOptions, build: Path, plan: ClusterPlan, pool: PoolPlan, address: str) -> SshOptions:
     """The cluster's SSH key and known hosts (the jump host stays checked against its recorded key), less any key
     recorded for the builder's address: another instance had it before, and the builder's key is trusted on first
     use in this copy only, never in the cluster's file."""
-    known = build / f"known_hosts-{pool}-builder"
-    lines = access.known_hosts.read_text().splitlines() if access.known_hosts and access.known_hosts.exists() else []
-    keep = [line for line in lines if not any(h == address or h.startswith(f"[{address}]:")
-                                              for h in line.split(" ", 1)[0].split(","))]
-    known.write_text("".join(f"{line}\n" for line in keep))
-    config = hostkeys.write_config(build / f"ssh_config-{pool}-builder", known, ssh_hosts(plan), tofu=True)
+    like = next(iter(plan.nodes_of(pool.name)), None)  # the builder is reached as the pool's nodes are
+    name = hostkeys.known_name(address, like.ssh.port if like is not None else 22)
+    known = hostkeys.copy_without(access.known_hosts, build / f"known_hosts-{pool.name}-builder", [name])
+    config = hostkeys.write_config(build / f"ssh_config-{pool.name}-builder", known, ssh_hosts(plan), tofu=True)
     return SshOptions(private_key=access.private_key, known_hosts=known, config=config)
 
 
@@ -123,7 +123,7 @@ def build_aws_pools(compiled: Compiled, state: ClusterState, console: Console, c
 
             def converge(address: str, pool: PoolPlan = pool, name: str = name, reached: Compiled = reached) -> None:
                 log(f"pool {pool.name}: converging the image builder at {address}")
-                options = builder_ssh(ssh, build, reached.plan, pool.name, address)
+                options = builder_ssh(ssh, build, reached.plan, pool, address)
                 converge_builder(reached, build, pool, name, address, extravars, options, console, quiet, fast)
 
             log(f"pool {pool.name}: launching the image builder from {base} in {network.subnet_id}")

@@ -4,9 +4,10 @@
 The base image follows the pool's `os`: on Ubuntu, AWS's Deep Learning Base OSS Nvidia Driver GPU AMI, resolved
 through its public SSM parameter `/aws/service/deeplearning/ami/$architecture/$ami_type/latest/ami-id` ("Finding the
 ID of a DLAMI", https://docs.aws.amazon.com/dlami/latest/devguide/find-dlami-id.html: ami_type is the AMI's name
-without "deep", "learning" and "ami"); on Debian 12 (for which there is no DLAMI), the newest official Debian 12 AMI,
-as the stack picks it for static nodes. A user-named AMI (pools[].ami) skips the lookup. Either way a DescribeImages preflight checks that the image
-exists and is available in the region before any instance is launched.
+without "deep", "learning" and "ami"); on Debian 12 (for which there is no DLAMI), the newest official Debian 12
+AMI, as the stack picks it for static nodes. A user-named AMI (pools[].ami) skips the lookup. Either way a
+DescribeImages preflight checks that the image exists and is available in the region before any instance is
+launched.
 
 The builder is terminated in `finally`, whatever happened. On any failure after `CreateImage` the half image is
 deregistered, and nothing is recorded: a later `up` never boots a pool from an image whose converge failed.

@@ -43,21 +43,40 @@ def _matches(pattern: str, name: str) -> bool:
     return pattern == name
 
 
+def _lines(known_hosts: Path | None) -> list[str]:
+    try:
+        return known_hosts.read_text().splitlines() if known_hosts else []
+    except FileNotFoundError:
+        return []
+
+
+def _host_patterns(line: str) -> list[str]:
+    """The host patterns of a line that records a host's own key; none for comments, blank lines and @revoked /
+    @cert-authority lines (they record no host's own key)."""
+    fields = line.split()
+    if not fields or fields[0].startswith("#") or fields[0].startswith("@"):
+        return []
+    return fields[0].split(",")
+
+
 def recorded(known_hosts: Path, names: Iterable[str]) -> set[str]:
     """Which of these known_hosts names (see known_name) already have a key in the file."""
     wanted = set(names)
-    try:
-        lines = known_hosts.read_text().splitlines()
-    except FileNotFoundError:
-        return set()
     found: set[str] = set()
-    for line in lines:
-        fields = line.split()
-        if not fields or fields[0].startswith("#") or fields[0].startswith("@"):
-            continue  # @revoked / @cert-authority lines record no host's own key
-        for pattern in fields[0].split(","):
+    for line in _lines(known_hosts):
+        for pattern in _host_patterns(line):
             found |= {n for n in wanted - found if _matches(pattern, n)}
     return found
+
+
+def copy_without(known_hosts: Path | None, dest: Path, names: Iterable[str]) -> Path:
+    """`dest`: a copy of known_hosts (none: empty) less every key recorded for these names (see known_name), plain
+    or hashed; everything else, markers included, is kept as it is."""
+    gone = set(names)
+    keep = [line for line in _lines(known_hosts)
+            if not any(_matches(pattern, n) for pattern in _host_patterns(line) for n in gone)]
+    dest.write_text("".join(f"{line}\n" for line in keep))
+    return dest
 
 
 def _quote(path: Path) -> str:

@@ -52,6 +52,23 @@ def test_recorded_reads_plain_ported_and_hashed_names(tmp_path):
     assert hostkeys.recorded(tmp_path / "none", names) == set()
 
 
+def test_copy_without_drops_only_the_named_hosts_keys(tmp_path):
+    """An image builder's known_hosts: the cluster's file less any key of the builder's address (plain, ported or
+    hashed); other hosts' keys (the jump host), comments and markers stay; the source is untouched."""
+    salt = b"0123456789abcdefghij"
+    hashed = "|1|" + base64.b64encode(salt).decode() + "|" + base64.b64encode(
+        hmac.new(salt, b"10.0.0.3", hashlib.sha1).digest()).decode()
+    kh = tmp_path / "kh"
+    text = (f"# comment\njump,203.0.113.7 ssh-ed25519 AAAA\nnode1,10.0.0.3 ssh-ed25519 AAAA\n{hashed} ssh-rsa AAAA\n"
+            "[10.0.0.3]:2222 ssh-ed25519 AAAA\n@revoked 10.0.0.3 ssh-ed25519 AAAA\n")
+    kh.write_text(text)
+    out = hostkeys.copy_without(kh, tmp_path / "copy", ["10.0.0.3"])
+    assert out.read_text() == ("# comment\njump,203.0.113.7 ssh-ed25519 AAAA\n[10.0.0.3]:2222 ssh-ed25519 AAAA\n"
+                               "@revoked 10.0.0.3 ssh-ed25519 AAAA\n")
+    assert hostkeys.recorded(out, ["203.0.113.7", "10.0.0.3"]) == {"203.0.113.7"} and kh.read_text() == text
+    assert hostkeys.copy_without(None, tmp_path / "empty", ["10.0.0.3"]).read_text() == ""
+
+
 def test_config_is_rewritten_only_when_it_changes(tmp_path):
     kh = tmp_path / "kh"
     cfg = hostkeys.write_config(tmp_path / "cfg", kh, [("10.0.0.1", 22)])
