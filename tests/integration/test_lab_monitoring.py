@@ -153,16 +153,21 @@ def test_drained_node_alert_fires(lab):
     spec, plan, access, _ = lab
     on(access, plan, "gpu001", "mv /dev/nvidia3 /root/nvidia3.away")
     try:
+        # The chain is real from the drain on: Slurm's state -> metrics service -> scrape -> rule with `for: 1m`.
+        # The health check and the metrics service are started at once rather than waited for on their timers
+        # (60 s and 30 s): slurmd's own HealthCheckInterval cadence is proven by the next test.
+        assert on(access, plan, "gpu001", HEALTH, check=False).returncode == 1
+        on(access, plan, plan.controller.name, "systemctl start clusterctl-slurm-metrics.service")
+        t0 = time.monotonic()
         def firing():
             data = prom(access, plan, "/api/v1/alerts")
             return next((a for a in (data or {}).get("alerts", []) if a["labels"]["alertname"] == "SlurmNodeDrained"
                          and a["labels"]["node"] == "gpu001" and a["state"] == "firing"), None)
 
-        # Health check every 60 s -> Slurm drains -> metrics timer (30 s) -> scrape (15 s) -> `for: 1m`.
-        alert = wait_for(firing, 300)
+        alert = wait_for(firing, 240)
         assert alert, prom(access, plan, "/api/v1/alerts")
         assert alert["annotations"]["description"] == "Reason: clusterctl-health: GPU count 7, expected 8"
-        print(f"\nalert: {alert['labels']} {alert['annotations']}")
+        print(f"\nalert after {time.monotonic() - t0:.0f}s of the drain: {alert['labels']} {alert['annotations']}")
 
         rows, ok = checks(lab)
         assert not ok
