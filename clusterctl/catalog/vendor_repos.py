@@ -23,7 +23,13 @@ CUDA_INDEX = {  # each index lists 3bf863cc.pub, InRelease, Release.gpg (a signe
     "ubuntu2204": "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/",
     "ubuntu2404": "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2404/x86_64",
 }
-DOCA_INDEX = "https://linux.mellanox.com/public/repo/doca/latest-2.9-LTS/ubuntu22.04/dpu-arm64"
+# NVIDIA's own container builder writes `deb [signed-by=...] <root>/<release>/<label>/x86_64/ ./` (ubuntu22.04,
+# ubuntu24.04); Azure's AKS node image builder fetches doca_keyring.gpg from that directory after the key rotation.
+DOCA_LAYOUT_SOURCE = "https://github.com/NVIDIA/hpc-container-maker/blob/master/hpccm/building_blocks/doca_ofed.py"
+DOCA_KEY_SOURCE = "https://github.com/Azure/AgentBaker/pull/9256"
+# Debian 12's label for the 2.9 releases is debian12.5 (a site script's URL for 2.9.0; DOCA 2.9.3's
+# doca-host_..._debian125 repository package); DOCA 2.5.2's release notes first list Debian 12.5 for DOCA-Host.
+DOCA_DEBIAN_SOURCE = "https://github.com/ZJUSCT/jenkins.clusters.zjusct.io/blob/main/debian/modules-disabled/02-doca-apt.sh"
 DOCA_GUIDE = "https://docs.nvidia.com/doca/sdk/DOCA-Host+Installation+and+Upgrade"
 # The installer URL: AWS ParallelCluster's cookbook; the distros: AWS's EFA release notes, which drop Debian 10
 # (1.40.0), Ubuntu 20.04 (1.43.0) and Debian 11 (1.51.0), leaving Debian 12 and Ubuntu 22.04/24.04 supported.
@@ -60,13 +66,14 @@ def _cuda(os: str) -> VendorRepo:
     )
 
 
-def _doca(os: str, label: str) -> VendorRepo:
-    # NVIDIA labels DOCA-Host repositories by release with a dot (ubuntu22.04), the key in the same directory.
+def _doca(os: str, label: str, confirmed: bool, note: str = "") -> VendorRepo:
+    # A flat repository per release, distro label (with a dot) and architecture; its key in the same directory as
+    # doca_keyring.gpg, a binary keyring (NVIDIA's DOCA Host key since 2026-01, fingerprint 70454E6BF5D9C2D3B78709E8DC
+    # 726C5E41B9CC50; the older GPG-KEY-Mellanox.pub no longer verifies these repositories).
     return VendorRepo(
-        "doca", os, "https://linux.mellanox.com/public/repo/doca", f"{{version}}/{label}/x86_64/", "GPG-KEY-Mellanox.pub",
-        confirmed=False, source=DOCA_INDEX,
-        note="the ubuntu22.04/<arch>/ layout and GPG-KEY-Mellanox.pub were seen for dpu-arm64; the x86_64 host directory "
-        "and this release label were not listed in the corpus",
+        "doca", os, "https://linux.mellanox.com/public/repo/doca", f"{{version}}/{label}/x86_64/", "doca_keyring.gpg",
+        confirmed=confirmed, source=f"{DOCA_LAYOUT_SOURCE} {DOCA_KEY_SOURCE}" + (f" {DOCA_DEBIAN_SOURCE}" if os == "debian12" else ""),
+        note=note,
     )
 
 
@@ -81,9 +88,10 @@ TABLE: dict[tuple[str, str], VendorRepo | None] = {
     ("cuda", "debian12"): _cuda("debian12"),
     ("cuda", "ubuntu2204"): _cuda("ubuntu2204"),
     ("cuda", "ubuntu2404"): _cuda("ubuntu2404"),
-    ("doca", "debian12"): _doca("debian12", "debian12"),
-    ("doca", "ubuntu2204"): _doca("ubuntu2204", "ubuntu22.04"),
-    ("doca", "ubuntu2404"): _doca("ubuntu2404", "ubuntu24.04"),
+    ("doca", "debian12"): _doca("debian12", "debian12.5", confirmed=False,
+                                note="debian12.5 was seen for the 2.9 releases; the label of 3.x releases was not"),
+    ("doca", "ubuntu2204"): _doca("ubuntu2204", "ubuntu22.04", confirmed=True),
+    ("doca", "ubuntu2404"): _doca("ubuntu2404", "ubuntu24.04", confirmed=True),
     # Whamcloud builds Lustre clients for EL and Ubuntu, not Debian (issue 16's review); its Ubuntu client directory is
     # a flat directory the old role could only add as [trusted=yes]: no signing key was confirmed, so only a signed
     # mirror (mirrors.lustre with key_url) is accepted.

@@ -26,15 +26,17 @@ EXPECTED = {
                              "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/"),
     ("cuda", "ubuntu2404"): (f"{CUDA}/ubuntu2404/x86_64/", f"{CUDA}/ubuntu2404/x86_64/3bf863cc.pub", "apt",
                              "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2404/x86_64"),
-    # DOCA-Host: <version>/<distro with a dot>/<arch>/ with GPG-KEY-Mellanox.pub beside Release.gpg, as listed at
-    # https://linux.mellanox.com/public/repo/doca/latest-2.9-LTS/ubuntu22.04/dpu-arm64 (the x86_64 directory is
-    # the same layout; not listed in the corpus: validate warns).
-    ("doca", "debian12"): (f"{DOCA}/2.9.1/debian12/x86_64/", f"{DOCA}/2.9.1/debian12/x86_64/GPG-KEY-Mellanox.pub", "apt",
-                           "https://linux.mellanox.com/public/repo/doca/latest-2.9-LTS/ubuntu22.04/dpu-arm64"),
-    ("doca", "ubuntu2204"): (f"{DOCA}/2.9.1/ubuntu22.04/x86_64/", f"{DOCA}/2.9.1/ubuntu22.04/x86_64/GPG-KEY-Mellanox.pub",
-                             "apt", "https://linux.mellanox.com/public/repo/doca/latest-2.9-LTS/ubuntu22.04/dpu-arm64"),
-    ("doca", "ubuntu2404"): (f"{DOCA}/2.9.1/ubuntu24.04/x86_64/", f"{DOCA}/2.9.1/ubuntu24.04/x86_64/GPG-KEY-Mellanox.pub",
-                             "apt", "https://linux.mellanox.com/public/repo/doca/latest-2.9-LTS/ubuntu22.04/dpu-arm64"),
+    # DOCA-Host: <release>/<distro label>/x86_64/, a flat repository with its binary keyring doca_keyring.gpg in the
+    # same directory: NVIDIA's hpc-container-maker (hpccm/building_blocks/doca_ofed.py) writes the repository line,
+    # Azure/AgentBaker PR #9256 fetches doca_keyring.gpg there after NVIDIA's 2026-01 key rotation. Debian 12's
+    # label for 2.9 is debian12.5 (ZJUSCT/jenkins.clusters.zjusct.io debian/modules-disabled/02-doca-apt.sh, for
+    # 2.9.0); that row stays unconfirmed for 3.x (validate warns).
+    ("doca", "debian12"): (f"{DOCA}/2.9.1/debian12.5/x86_64/", f"{DOCA}/2.9.1/debian12.5/x86_64/doca_keyring.gpg", "apt",
+                           "https://github.com/ZJUSCT/jenkins.clusters.zjusct.io/blob/main/debian/modules-disabled/02-doca-apt.sh"),
+    ("doca", "ubuntu2204"): (f"{DOCA}/2.9.1/ubuntu22.04/x86_64/", f"{DOCA}/2.9.1/ubuntu22.04/x86_64/doca_keyring.gpg",
+                             "apt", "https://github.com/NVIDIA/hpc-container-maker/blob/master/hpccm/building_blocks/doca_ofed.py"),
+    ("doca", "ubuntu2404"): (f"{DOCA}/2.9.1/ubuntu24.04/x86_64/", f"{DOCA}/2.9.1/ubuntu24.04/x86_64/doca_keyring.gpg",
+                             "apt", "https://github.com/Azure/AgentBaker/pull/9256"),
     # Whamcloud: no Debian client builds (issue 16's review); Ubuntu client directory without a confirmed key.
     ("lustre", "debian12"): None,
     ("lustre", "ubuntu2204"): None,

@@ -24,12 +24,12 @@ def repo(tmp_path_factory):
         yield root, url
 
 
-def _apt(tmp_path, url, key, *args, program="apt-get"):
+def _apt(tmp_path, url, key, *args, program="apt-get", path=vr.REPO_PATH, suite="/"):
     """apt-get against only the stand-in repository, with a private state (this machine's apt is not touched)."""
     for d in ("state/lists/partial", "cache/archives/partial", "etc/sources.list.d", "etc/preferences.d"):
         (tmp_path / d).mkdir(parents=True, exist_ok=True)
     (tmp_path / "status").write_text("")
-    (tmp_path / "etc/sources.list").write_text(f"deb [signed-by={key}] {url}/{vr.REPO_PATH}/ /\n")
+    (tmp_path / "etc/sources.list").write_text(f"deb [signed-by={key}] {url}/{path}/ {suite}\n")
     opts = ["-o", f"Dir::State={tmp_path / 'state'}", "-o", f"Dir::State::status={tmp_path / 'status'}",
             "-o", f"Dir::Cache={tmp_path / 'cache'}", "-o", f"Dir::Etc={tmp_path / 'etc'}",
             "-o", "Dir::Etc::Trusted=/nonexistent", "-o", "Dir::Etc::TrustedParts=/nonexistent", "-o", "APT::Architecture=amd64"]
@@ -103,3 +103,30 @@ def test_apt_refuses_it_with_another_key(repo, tmp_path):
     vr.stop_agent(home)
     r = _apt(tmp_path, url, other, "update")
     assert "NO_PUBKEY" in r.stdout + r.stderr or "not signed" in r.stdout + r.stderr, r.stdout + r.stderr
+
+
+def test_doca_stand_in_is_laid_out_as_the_catalog_says_and_its_binary_keyring_verifies_it(tmp_path):
+    """NVIDIA's DOCA layout below mirrors.doca (catalog row for debian12), the key a binary keyring apt takes as it
+    is, and the role's pin `=2.9.1-*` resolving to 2.9.1's build, not to the 2.9.10 beside it."""
+    from clusterctl.catalog import vendor_repos as catalog
+    from tests.standins import doca_repo as dr
+
+    root = tmp_path / "repos"
+    index = dr.build(root)
+    row = catalog.row("doca", "debian12")
+    assert row is not None and f"doca/{row.path.format(version=dr.RELEASE)}" == f"doca/{dr.REPO_PATH}/"
+    assert row.key_file == dr.KEY_FILE and not (index / dr.KEY_FILE).read_bytes().startswith(b"-----BEGIN")
+    with vr.serve(root, "127.0.0.1") as url:
+        apt = tmp_path / "apt"
+        kw = {"path": f"doca/{dr.REPO_PATH}", "suite": "./"}
+        r = _apt(apt, url, index / dr.KEY_FILE, "update", **kw)
+        assert r.returncode == 0 and "NO_PUBKEY" not in r.stderr, r.stdout + r.stderr
+        r = _apt(apt, url, index / dr.KEY_FILE, "install", "-s", f"doca-ofed-userspace={dr.RELEASE}-*", **kw)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert f"Inst doca-ofed-userspace ({dr.RELEASE}-{dr.BUILD}" in r.stdout, r.stdout
+        assert "mlnx-ofed-kernel-dkms" not in r.stdout  # the userspace profile leaves the kernel modules out
+        # doca-ofed alone: apt takes the newest userspace profile and refuses; the role pins both where drivers go in
+        r = _apt(apt, url, index / dr.KEY_FILE, "install", "-s", f"doca-ofed={dr.RELEASE}-*", **kw)
+        assert r.returncode != 0 and f"but {dr.NEWER}-{dr.BUILD} is to be installed" in r.stdout, r.stdout + r.stderr
+        r = _apt(apt, url, index / dr.KEY_FILE, "install", "-s", f"doca-ofed={dr.RELEASE}-*", f"doca-ofed-userspace={dr.RELEASE}-*", **kw)
+        assert f"Inst mlnx-ofed-kernel-dkms ({dr.KERNEL}" in r.stdout, r.stdout + r.stderr

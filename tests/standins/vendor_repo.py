@@ -187,7 +187,7 @@ def signed_repo(root: Path, path: str, debs: list[Deb], origin: str, key_file: s
     """The packages built into `root/path` and published there as a signed flat repository; returns that directory."""
     index = root / path
     index.mkdir(parents=True)
-    work, home = scratch(root, path.replace("/", "-"))
+    work, home = scratch(root, path.split("/")[0])  # short: gpg-agent's socket path must fit in 107 characters
     for deb in debs:
         build_deb(deb, index, work)
     publish(index, home, origin, key_file)
@@ -196,7 +196,7 @@ def signed_repo(root: Path, path: str, debs: list[Deb], origin: str, key_file: s
 
 def publish(index: Path, home: Path, origin: str, key_file: str) -> None:
     """Make `index` (a directory of .debs) a flat apt repository signed by a throw-away key (InRelease and
-    Release.gpg), the key published in it as `key_file`."""
+    Release.gpg), the key published in it as `key_file` (armored; binary where the name ends in .gpg)."""
     packages = _run(["apt-ftparchive", "packages", "."], cwd=index).stdout
     (index / "Packages").write_text(packages)
     release = _run(["apt-ftparchive", "-o", f"APT::FTPArchive::Release::Origin={origin}",
@@ -205,7 +205,10 @@ def publish(index: Path, home: Path, origin: str, key_file: str) -> None:
     run_gpg(home, "--quick-generate-key", "clusterctl stand-in vendor repository <standin@invalid>", "rsa2048", "sign", "never")
     run_gpg(home, "--clearsign", "-o", str(index / "InRelease"), str(index / "Release"))
     run_gpg(home, "--armor", "--detach-sign", "-o", str(index / "Release.gpg"), str(index / "Release"))
-    (index / key_file).write_text(run_gpg(home, "--armor", "--export").stdout)
+    if key_file.endswith(".gpg"):  # published as a binary keyring, as NVIDIA's DOCA repositories do
+        run_gpg(home, "--output", str(index / key_file), "--export")
+    else:
+        (index / key_file).write_text(run_gpg(home, "--armor", "--export").stdout)
     stop_agent(home)
 
 
