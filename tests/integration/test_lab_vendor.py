@@ -286,7 +286,7 @@ def test_doca_ofed_installs_the_pinned_release_from_the_doca_repository(env, lab
     from tests.standins import doca_repo as dr
 
     e, d, _ = env
-    plan, url = lab[0], lab[4]
+    url = lab[4]
     dr.build(d / "repos")
     mirror = {"url": f"{url}/doca", "key_url": f"{url}/doca/{dr.REPO_PATH}/{dr.KEY_FILE}"}
     data = _spec_data(url)
