@@ -18,10 +18,9 @@ import pulumi_aws as aws
 from pulumi import Input, ResourceOptions
 
 from clusterctl.engines.aws import launch
+from clusterctl.engines.aws.amis import DEBIAN_12_NAME, DEBIAN_OWNER
 from clusterctl.render.stack_config import ControllerConfig, PoolConfig
 
-DEBIAN_OWNER = "136693071363"  # Debian's cloud team account: official bookworm AMIs
-DEBIAN_12_NAME = "debian-12-amd64-*"
 
 
 def image(ami: str | None, opts: pulumi.InvokeOptions | None = None) -> pulumi.Output[aws.ec2.GetAmiResult]:

@@ -25,7 +25,7 @@ from clusterctl.engines import images
 from clusterctl.engines.aws.burst.ec2 import (CLUSTER_TAG, IMAGE_BUILDER, POOL_TAG, ROLE_TAG, LaunchFailed,
                                               launch_targets, ours)
 from clusterctl.engines.aws.launch import block_devices
-from clusterctl.engines.aws.preflight import DEBIAN_12_NAME, DEBIAN_OWNER
+from clusterctl.engines.aws.amis import DEBIAN_12_NAME, DEBIAN_OWNER, debian_12_query
 from clusterctl.render.stack_config import CLUSTER_ID_TAG, PoolConfig
 from clusterctl.state.backend import Backend
 
@@ -97,9 +97,7 @@ def resolve_base_ami(ec2: Any, ssm: Any, req: BuildRequest) -> str:
 
 
 def newest_debian(ec2: Any, req: BuildRequest) -> str:
-    found = ec2.describe_images(Owners=[DEBIAN_OWNER], Filters=[
-        {"Name": "name", "Values": [DEBIAN_12_NAME]}, {"Name": "architecture", "Values": [req.arch]},
-        {"Name": "state", "Values": ["available"]}])["Images"]
+    found = ec2.describe_images(**debian_12_query(req.arch))["Images"]
     if not found:
         raise ImageBuildError(f"no official Debian 12 image ({DEBIAN_12_NAME}, owner {DEBIAN_OWNER}) in {req.region}: "
                               f"name one in pools[].ami")

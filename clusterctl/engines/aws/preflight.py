@@ -17,9 +17,8 @@ from typing import Any, Iterable, TypeVar
 from clusterctl.catalog import INSTANCE_TYPES
 from clusterctl.compile.model import ClusterPlan, PoolPlan
 from clusterctl.core.findings import Finding, Level, format_path
+from clusterctl.engines.aws.amis import DEBIAN_OWNER, debian_12_query
 
-DEBIAN_OWNER = "136693071363"  # keep in step with compute.py (which must not be imported here: it imports pulumi)
-DEBIAN_12_NAME = "debian-12-amd64-*"
 # Service Quotas codes (vCPUs): "Running On-Demand P instances" and "All P Spot Instance Requests".
 QUOTA_ON_DEMAND_P = "L-417A185B"
 QUOTA_SPOT_P = "L-7212CCBC"
@@ -332,8 +331,7 @@ class AmiExists(CloudCheck):
                         yield self.error(path, f"{p.ami} is {img['Architecture']} but {itype} runs {', '.join(arches)}")
                 else:
                     def debian(r: str = region) -> list[dict]:
-                        return api.call("ec2", r, "describe_images", Owners=[DEBIAN_OWNER], Filters=[
-                            {"Name": "name", "Values": [DEBIAN_12_NAME]}, {"Name": "architecture", "Values": ["x86_64"]}])["Images"]
+                        return api.call("ec2", r, "describe_images", **debian_12_query())["Images"]
 
                     images = api._cached(("debian", region), debian)
                     if not images:
