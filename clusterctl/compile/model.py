@@ -226,6 +226,12 @@ class ClusterPlan:
     def aws_pools(self) -> tuple[PoolPlan, ...]:
         return tuple(p for p in self.pools if traits(p).rented)
 
+    @property
+    def static_spot_nodes(self) -> tuple[Node, ...]:
+        """Static (Pulumi's) nodes of spot pools: EC2 may take them back, and the sync timer replaces them."""
+        spot = {p.name for p in self.aws_pools if p.market == "spot"}
+        return tuple(n for n in self.nodes if not n.cloud and n.pool in spot)
+
     def to_dict(self) -> dict:
         return _plain(self)
 

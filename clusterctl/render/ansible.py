@@ -69,6 +69,7 @@ def all_vars(plan: ClusterPlan) -> dict:
         "clusterctl_accounting": plan.slurm.accounting,
         "clusterctl_slurmdbd": runs_slurmdbd(plan),
         "clusterctl_has_cloud_nodes": any(n.cloud for n in plan.nodes),
+        "clusterctl_has_static_spot_nodes": bool(plan.static_spot_nodes),  # the sync timer replaces them
         "clusterctl_lab_users": [{"name": u, "uid": uid} for u, uid in plan.lab.users] if plan.lab else [],
         "clusterctl_monitoring": plan.monitoring,
         "clusterctl_configless_files": list(layout.CONFIGLESS_FILES),

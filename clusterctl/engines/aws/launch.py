@@ -107,7 +107,8 @@ def launch_template_data(pool: PoolConfig, *, image_id: Input[str], subnet_id: I
 
 def run_instances_request(pool: PoolConfig, cluster: str, count: int, *, cluster_id: str, subnet_id: str,
                           security_group_ids: list[str], launch_template_id: str | None = None,
-                          image_id: str | None = None, placement_group: str | None = None) -> dict:
+                          image_id: str | None = None, placement_group: str | None = None,
+                          private_ip: str | None = None, name: str | None = None, role: str | None = None) -> dict:
     """RunInstances parameters for `count` nodes of the pool, all or nothing (MinCount = MaxCount).
 
     With a launch template (production), the template carries image, user-data, profile and market; the request
@@ -118,11 +119,20 @@ def run_instances_request(pool: PoolConfig, cluster: str, count: int, *, cluster
     """
     tags = [{"Key": "clusterctl:cluster", "Value": cluster}, {"Key": CLUSTER_ID_TAG, "Value": cluster_id},
             {"Key": "clusterctl:pool", "Value": pool.name}]
-    req = {
+    # One node's request is named at launch (no window in which it is an untagged instance); `role` marks what it is.
+    own = [*tags, *([{"Key": "Name", "Value": name}] if name else []), *([{"Key": "clusterctl:role", "Value": role}] if role else [])]
+    enis = network_interfaces(pool, subnet_id, security_group_ids)
+    if private_ip:  # one node at a fixed address (MinCount 1): on its primary interface
+        if count != 1:
+            raise ValueError("a private address is given to one instance at a time")
+        primary = next(e for e in enis if e["DeviceIndex"] == 0 and e["NetworkCardIndex"] == 0)
+        primary["PrivateIpAddress"] = private_ip
+    req: dict[str, Any] = {
         "MinCount": count,
         "MaxCount": count,
-        "NetworkInterfaces": network_interfaces(pool, subnet_id, security_group_ids),
-        "TagSpecifications": [{"ResourceType": kind, "Tags": tags} for kind in ("instance", "volume", "network-interface")],
+        "NetworkInterfaces": enis,
+        "TagSpecifications": [{"ResourceType": kind, "Tags": own if kind == "instance" else tags}
+                              for kind in ("instance", "volume", "network-interface")],
     }
     if launch_template_id:
         req["LaunchTemplate"] = {"LaunchTemplateId": launch_template_id, "Version": "$Latest"}
@@ -145,12 +155,14 @@ def launch_nodes(ec2: Any, pool: PoolConfig, cluster: str, names: list[str], **k
     Returns node name -> {instance_id, private_ip, availability_zone}. Raises botocore's ClientError unchanged
     (InsufficientInstanceCapacity etc.): the caller decides on AZ failover and puts Slurm nodes back to POWER_DOWN.
     """
-    req = run_instances_request(pool, cluster, len(names), **kwargs)
+    one = len(names) == 1
+    req = run_instances_request(pool, cluster, len(names), name=names[0] if one else None, **kwargs)
     resp = ec2.run_instances(**req)
     instances = sorted(resp["Instances"], key=lambda i: i["AmiLaunchIndex"])
     out = {}
     for name, inst in zip(names, instances, strict=True):  # MinCount = MaxCount: one instance per name
-        ec2.create_tags(Resources=[inst["InstanceId"]], Tags=[{"Key": "Name", "Value": name}])
+        if not one:
+            ec2.create_tags(Resources=[inst["InstanceId"]], Tags=[{"Key": "Name", "Value": name}])
         out[name] = {"instance_id": inst["InstanceId"], "private_ip": inst.get("PrivateIpAddress"),
                      "availability_zone": inst["Placement"]["AvailabilityZone"]}
     return out

@@ -4,6 +4,7 @@ Order of cloud_up, each step only after the previous one passed:
   require the pulumi CLI (and the aws plugin)  -> nothing touched yet, not even the state dir
   preflight with boto3                          -> account checks; errors stop here, nothing created
   recorded node images                          -> a pool with one boots it; the others boot their spec image
+  adopt replacements                            -> static spot nodes the sync timer replaced (engines/aws/adopt.py)
   preview                                       -> what the stack will create/update/delete
   confirm callback                              -> the user (or --yes) agrees to exactly that preview
   up                                            -> resources created
@@ -27,6 +28,8 @@ from clusterctl.state import ClusterState
 
 if TYPE_CHECKING:
     from pulumi import automation as auto
+
+    from clusterctl.engines.aws.adopt import Adopted
     from rich.console import Console
 
     from clusterctl.engines.aws.automation import StackSettings
@@ -65,6 +68,7 @@ class CloudUpResult:
     findings: list[Finding]
     preview: object  # automation.Preview
     outputs: CloudOutputs
+    adopted: dict[str, Adopted] = field(default_factory=dict)  # static spot nodes: the sync timer's replacements
 
 
 def ensure_ssh_key(state: ClusterState) -> tuple[Path, str]:
@@ -136,7 +140,7 @@ def cloud_up(plan: ClusterPlan, state: ClusterState, *, confirm: Callable[[objec
     PreflightFailed (findings attached), NotConfirmed or CloudError; in the first two cases nothing was touched.
     """
     from clusterctl.engines.aws import automation
-    from clusterctl.engines.aws.preflight import run_preflight
+    from clusterctl.engines.aws.preflight import AwsApi, run_preflight
 
     pulumi_bin = automation.require_pulumi_cli()
     automation.require_aws_plugin(pulumi_bin)
@@ -149,15 +153,50 @@ def cloud_up(plan: ClusterPlan, state: ClusterState, *, confirm: Callable[[objec
         raise PreflightFailed(f"the AWS account cannot host {plan.name} as specified ({len(errors)} error(s)); nothing was created",
                               findings)
 
-    stack = automation.open_stack(state, stack_settings(plan, state, admin_cidr))
+    settings = stack_settings(plan, state, admin_cidr)
+    stack = automation.open_stack(state, settings)
+    api = api or AwsApi()
 
+    def adopt() -> dict[str, Adopted]:
+        got = adopt_replacements(plan, state, stack, api, settings.cluster_id)
+        if console is not None and not quiet:
+            for node, a in sorted(got.items()):
+                console.print(f"{node}: adopted {a.instance_id}, the sync timer's replacement of {a.recorded} "
+                              f"(taken back by EC2)")
+        return got
+
+    adopted = adopt()  # before the preview: it shows no create for a node that has its replacement
     with _progress(console, f"previewing {plan.name} (aws)", quiet, on_event) as cb:
         preview = automation.preview(stack, on_event=cb)
     if not confirm(preview):
-        raise NotConfirmed(f"not confirmed; nothing was changed in the {plan.name} stack")
+        what = " (but the instance ids of replaced nodes)" if adopted else ""
+        raise NotConfirmed(f"not confirmed; nothing was changed in the {plan.name} stack{what}")
+    adopted.update(adopt())  # a replacement launched while the user read the preview: adopted, never doubled
     with _progress(console, f"creating {plan.name} (aws)", quiet, on_event) as cb:
         out = automation.up(stack, on_event=cb)
-    return CloudUpResult(findings, preview, CloudOutputs.from_stack(out))
+    return CloudUpResult(findings, preview, CloudOutputs.from_stack(out), adopted)
+
+
+def adopt_replacements(plan: ClusterPlan, state: ClusterState, stack: auto.Stack, api: AwsApi,
+                       cluster_id: str) -> dict[str, Adopted]:
+    """The sync timer's replacements of static spot nodes become the stack's instances (no second instance per
+    node); an adopted node is a new machine at the old address, so its recorded host key is forgotten (the
+    converge records the new one on first contact, as for any new node)."""
+    from clusterctl.engines.aws import adopt
+    from clusterctl.engines.ssh.hostkeys import copy_without, known_name
+
+    nodes = list(plan.static_spot_nodes)
+    if not nodes:
+        return {}
+    region = plan.pool(nodes[0].pool or "").region
+    assert region is not None  # compile gives every aws pool its region
+    adopted = adopt.adopt_replacements(stack, api.client("ec2", region), plan.name, cluster_id, [n.name for n in nodes])
+    addresses = [a.address for a in adopted.values() if a.address]
+    if addresses:
+        known = state.known_hosts_path
+        if known.exists():
+            copy_without(known, known, [known_name(a) for a in addresses])
+    return adopted
 
 
 def _existing_stack(plan: ClusterPlan, state: ClusterState) -> auto.Stack | None:

@@ -6,10 +6,12 @@ moto and a fake Slurm, and the CLI with the real ones.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import Callable, Iterable
 
 from clusterctl.core import hostlist
 from clusterctl.engines.aws.burst import ec2 as cloud
@@ -22,6 +24,9 @@ from clusterctl.core.errors import ClusterctlError
 REASON_PREFIX = "clusterctl burst"
 # DOWN reasons that are Slurm's or ours, never an admin's: sync may put such powered-down nodes back to power saving.
 HEALABLE_REASONS = ("ResumeTimeout reached", REASON_PREFIX)
+# Drain reasons a replaced static node is resumed from: the spot watcher's (playbooks/roles/burst/files/
+# clusterctl-spot-watch: "spot interruption: <action> at <time>") and ours. An admin's drain is never lifted.
+RESUMABLE_REASONS = ("spot interruption:", REASON_PREFIX)
 
 
 @dataclass
@@ -36,9 +41,10 @@ class Context:
     @classmethod
     def create(cls, settings: Settings, log: logging.Logger, slurm: Slurm | None = None, region: str | None = None) -> Context:
         plan = BurstPlan.load(settings.plan)
-        pools = plan.elastic_pools()
+        pools = plan.elastic_pools() or [plan.pool_of(n) for n in sorted(plan.replaceable_nodes)]
         if not pools and region is None:
-            raise ClusterctlError(f"cluster {plan.cluster} has no elastic aws pool: nothing to burst into")
+            raise ClusterctlError(f"cluster {plan.cluster} has no elastic aws pool and no static spot node: "
+                                  f"nothing to burst into or replace")
         if not settings.cluster_id:  # written to burst.env by `clusterctl up` (the burst role)
             raise ClusterctlError(f"no cluster id (CLUSTERCTL_BURST_CLUSTER_ID) in the burst settings of "
                                   f"{plan.cluster}: run `clusterctl up` again; without it no instance can be told "
@@ -205,10 +211,21 @@ def resume(ctx: Context, expr: str, resume_data: dict | None = None) -> ResumeRe
 
 
 def _power_down(ctx: Context, names: list[str], reason: str) -> None:
+    _tell_slurm(ctx, "power down", ctx.slurm.power_down, names, reason)
+
+
+def _drain(ctx: Context, names: list[str], reason: str) -> None:
+    _tell_slurm(ctx, "drain", ctx.slurm.drain, names, reason)
+
+
+def _tell_slurm(ctx: Context, what: str, call: Callable[[list[str], str], None], names: list[str], reason: str) -> None:
+    """A Slurm update that must not stop the run (the cloud side is done): a failure is logged with the nodes."""
+    if not names:
+        return
     try:
-        ctx.slurm.power_down(names, reason)
+        call(names, reason)
     except SlurmError as e:
-        ctx.log.error(f"could not power down {hostlist.compress(names)}: {e}")
+        ctx.log.error(f"could not {what} {hostlist.compress(names)}: {e}")
 
 
 # --- suspend / resume-fail ---------------------------------------------------------------------------------
@@ -250,6 +267,8 @@ class SyncReport:
     terminated: dict[str, str] = field(default_factory=dict)  # instance id -> why
     powered_down: dict[str, str] = field(default_factory=dict)  # node -> why (POWER_DOWN; DOWN ones back to service)
     kept: list[str] = field(default_factory=list)  # instance ids left running
+    replaced: dict[str, dict] = field(default_factory=dict)  # static spot node -> its new instance (launch_nodes info)
+    not_replaced: dict[str, str] = field(default_factory=dict)  # static spot node -> why its launch failed (tried again)
 
 
 def sync(ctx: Context, dry_run: bool = False) -> SyncReport:
@@ -307,7 +326,68 @@ def sync(ctx: Context, dry_run: bool = False) -> SyncReport:
             cloud.terminate(ctx.ec2, list(report.terminated))
             for why, names in down.items():
                 _power_down(ctx, names, why)
+        replace_static(ctx, report, dry_run)
     ctx.log.info(f"sync: {len(instances)} instance(s), {len(report.terminated)} terminated, "
-                 f"{len(report.powered_down)} node(s) powered down, {len(report.kept)} kept")
+                 f"{len(report.powered_down)} node(s) powered down, {len(report.kept)} kept, "
+                 f"{len(report.replaced)} static node(s) replaced")
     return report
+
+
+# --- static spot nodes -------------------------------------------------------------------------------------
+
+
+def static_to_replace(nodes: Iterable[str], instances: list[cloud.Instance]) -> dict[str, cloud.Instance]:
+    """Static spot node -> the instance EC2 took back: nodes whose newest instance EC2 reclaimed (StateReason
+    Server.SpotInstanceTermination) and that have no other one (a live one, or one still shutting down and holding
+    the address). A node whose instance anyone else terminated (Pulumi removing it, a person, a failed bootstrap) or
+    that EC2 no longer lists is left to `up`."""
+    wanted = set(nodes)
+    by_name: dict[str, list[cloud.Instance]] = defaultdict(list)
+    for i in instances:
+        if i.name in wanted:
+            by_name[i.name].append(i)
+    out = {}
+    for name in sorted(by_name):
+        insts = by_name[name]
+        if any(i.state != "terminated" for i in insts):
+            continue
+        newest = max(insts, key=_launched)
+        if newest.state_reason == cloud.SPOT_RECLAIMED:
+            out[name] = newest
+    return out
+
+
+def replace_static(ctx: Context, report: SyncReport, dry_run: bool = False) -> None:
+    """Launch a replacement for each static spot node EC2 took back: the same name, the address slurm.conf names
+    (its primary interface, in the pool's first AZ where static nodes live), the pool's launch template; the
+    bootstrap kit then makes it the node (cli sync starts it). The next `up` adopts the instance into its stack
+    (engines/aws/adopt.py) instead of creating a second one."""
+    nodes = ctx.plan.replaceable_nodes
+    if not nodes:
+        return
+    seen = cloud.cluster_instances(ctx.ec2, ctx.plan.cluster, ctx.cluster_id, list(nodes),
+                                   states=(*cloud.LIVE_STATES, "shutting-down", "terminated"))
+    targets: dict[str, list[cloud.LaunchTarget]] = {}
+    for name, gone in static_to_replace(nodes, seen).items():
+        node = nodes[name]
+        assert node.pool is not None and node.address is not None  # replaceable_nodes holds pool nodes with addresses
+        # The pool's own market only: the stack declares it, and a replacement on a fallback market would be
+        # replaced by `up` (a market change recreates an instance) under its jobs once adopted.
+        pool = dataclasses.replace(ctx.plan.pool_config(node.pool), fallback_markets=())
+        ctx.log.info(f"{'would replace' if dry_run else 'replacing'} {name}: EC2 took back {gone.id} "
+                     f"({gone.state_reason}); a new {pool.instance_type} at {node.address}")
+        if dry_run:
+            continue
+        try:
+            if pool.name not in targets:  # the first AZ only: the node's address is in its subnet
+                targets[pool.name] = cloud.launch_targets(ctx.ec2, ctx.plan.cluster, ctx.cluster_id, pool)[:1]
+            got, _ = cloud.launch_with_failover(ctx.ec2_launch, pool, ctx.plan.cluster, ctx.cluster_id, [name],
+                                                targets[pool.name], log=ctx.log.warning, private_ip=node.address,
+                                                role=cloud.REPLACEMENT)
+        except cloud.LaunchFailed as e:
+            report.not_replaced[name] = str(e)
+            ctx.log.error(f"{name}: no replacement launched ({e}); the next sync tries again")
+            continue
+        report.replaced.update(got)
+        ctx.log.info(f"{name}: replaced by {got[name]['instance_id']} at {got[name]['private_ip']}")
 

@@ -30,7 +30,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 from clusterctl.core import hostlist
 from clusterctl.engines.aws.burst import ec2 as cloud
-from clusterctl.engines.aws.burst.actions import REASON_PREFIX, Context, _power_down
+from clusterctl.engines.aws.burst.actions import REASON_PREFIX, RESUMABLE_REASONS, Context, _drain, _power_down
+from clusterctl.engines.aws.burst.slurm import SlurmError
 from clusterctl.engines.ssh.ports import port_open
 
 KIT_FILES = ("bootstrap.sh", "clusterctl-spot-watch", "clusterctl-spot-watch.service", "clusterctl-task-prolog",
@@ -86,7 +87,7 @@ def payload(ctx: Context, node: str, address: str) -> bytes:
 
 def ssh_argv(ctx: Context, node: str, instance_id: str, address: str) -> list[str]:
     s = ctx.settings
-    user = s.ssh_user or ctx.plan.cloud_nodes[node].ssh.user
+    user = s.ssh_user or ctx.plan.aws_nodes[node].ssh.user
     known = s.state_dir / "known_hosts.d" / instance_id
     known.parent.mkdir(parents=True, exist_ok=True)
     return ["ssh", "-i", str(s.ssh_key), "-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes",
@@ -163,6 +164,27 @@ def bootstrap_nodes(ctx: Context, names: list[str], timeout: float | None = None
         for n, why in failed.items():
             by_reason.setdefault(f"{REASON_PREFIX}: bootstrap failed: {why}", []).append(n)
         for reason, ns in by_reason.items():
-            _power_down(ctx, ns, reason)
+            _power_down(ctx, [n for n in ns if n in ctx.plan.cloud_nodes], reason)
+            # A static node is not power-saved: it stays drained, saying what to do. Its instance was terminated by
+            # us (not EC2), so sync does not try again.
+            static = [n for n in ns if n not in ctx.plan.cloud_nodes]
+            _drain(ctx, static, f"{reason}; `clusterctl up` recreates it, then resume it")
+    _resume_replaced(ctx, [n for n, why in results.items() if not why and n in ctx.plan.static_nodes])
     return results
+
+
+def _resume_replaced(ctx: Context, names: list[str]) -> None:
+    """Static nodes set up on a replacement instance: back to service when the drain was the spot watcher's or ours
+    (an admin's stays); a node that was only DOWN returns when its slurmd registers (ReturnToService=2)."""
+    if not names:
+        return
+    try:
+        states = ctx.slurm.nodes(names)
+        ours = [n for n, st in states.items() if "DRAIN" in st.flags and (st.reason or "").startswith(RESUMABLE_REASONS)]
+        ctx.slurm.resume(ours)
+    except SlurmError as e:
+        ctx.log.error(f"could not resume {hostlist.compress(names)}: {e}")
+        return
+    if ours:
+        ctx.log.info(f"{hostlist.compress(ours)}: back in service on the replacement instance")
 

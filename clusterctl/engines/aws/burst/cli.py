@@ -128,12 +128,18 @@ def resume_fail(nodes: str = NodesArg) -> None:
 
 @burst_app.command()
 def sync(dry_run: bool = typer.Option(False, "--dry-run", help="Log what would change; change nothing.")) -> None:
-    """Reconcile Slurm with the cloud's tags: stray instances terminated, nodes whose instance vanished powered down."""
+    """Reconcile Slurm with the cloud's tags: stray instances terminated, nodes whose instance vanished powered down,
+    static spot nodes EC2 took back replaced (same name and address) and set up."""
 
     def go(settings: Settings, log: logging.Logger) -> None:
-        from clusterctl.engines.aws.burst import actions
+        from clusterctl.engines.aws.burst import actions, bootstrap
 
-        actions.sync(_context(settings, log), dry_run=dry_run)
+        ctx = _context(settings, log)
+        report = actions.sync(ctx, dry_run=dry_run)
+        # Inline, whatever BOOTSTRAP says for resume: sync runs as a oneshot systemd service, whose cgroup is
+        # killed when it exits (a detached bootstrap would die with it); the timer waits for the run to end.
+        if report.replaced and settings.bootstrap != "off":
+            bootstrap.bootstrap_nodes(ctx, sorted(report.replaced))
 
     _run("sync", go)
 

@@ -25,8 +25,12 @@ CLUSTER_TAG = "clusterctl:cluster"
 POOL_TAG = "clusterctl:pool"
 ROLE_TAG = "clusterctl:role"  # image-builder: `image build`'s instance, neither Slurm's nor the stack's
 IMAGE_BUILDER = "image-builder"
+REPLACEMENT = "replacement"  # sync's replacement of a static spot node: the stack's once `up` adopts it
 NAME_TAG = "Name"
 LIVE_STATES = ("pending", "running", "stopping", "stopped")
+# EC2's StateReason code of an instance it took back (API reference, StateReason): the only termination that makes
+# sync replace a static node. Anything else (Client.UserInitiatedShutdown: Pulumi, a person, clusterctl) is left to `up`.
+SPOT_RECLAIMED = "Server.SpotInstanceTermination"
 
 # Not enough of the instance type here and now: another AZ may have it (EC2 API error codes reference).
 CAPACITY_ERRORS = frozenset({
@@ -97,10 +101,15 @@ class Instance:
     availability_zone: str | None
     launch_time: datetime | None
     role: str | None = None
+    state_reason: str | None = None  # StateReason.Code: why it stopped or terminated
 
     @property
     def image_builder(self) -> bool:
         return self.role == IMAGE_BUILDER
+
+    @property
+    def replacement(self) -> bool:
+        return self.role == REPLACEMENT
 
     def age(self, now: datetime | None = None) -> float:
         if self.launch_time is None:
@@ -116,7 +125,7 @@ def _instance(i: dict) -> Instance:
         lt = datetime.fromisoformat(lt.replace("Z", "+00:00"))
     return Instance(id=i["InstanceId"], name=tags.get(NAME_TAG), pool=tags.get(POOL_TAG), state=i["State"]["Name"],
                     private_ip=i.get("PrivateIpAddress"), availability_zone=(i.get("Placement") or {}).get("AvailabilityZone"),
-                    launch_time=lt, role=tags.get(ROLE_TAG))
+                    launch_time=lt, role=tags.get(ROLE_TAG), state_reason=(i.get("StateReason") or {}).get("Code"))
 
 
 def ours(cluster: str, cluster_id: str) -> list[dict]:
@@ -232,8 +241,9 @@ def markets(pool: PoolConfig) -> list[str]:
 
 
 def launch_with_failover(ec2: Any, pool: PoolConfig, cluster: str, cluster_id: str, names: list[str], targets: list[LaunchTarget],
-                         log: Callable[[str], None] | None = None) -> tuple[dict[str, dict], list[Attempt]]:
+                         log: Callable[[str], None] | None = None, **fixed: Any) -> tuple[dict[str, dict], list[Attempt]]:
     """Launch `names` all or nothing, trying each (market, AZ) in order. Returns (name -> instance info, attempts).
+    fixed: run_instances_request's private_ip and role (a static node's replacement keeps its address).
 
     Capacity errors move to the next AZ; quota errors to the next market; any other error stops at once (a bad
     request does not get better elsewhere). Raises LaunchFailed with the last error code when nothing is left.
@@ -249,7 +259,7 @@ def launch_with_failover(ec2: Any, pool: PoolConfig, cluster: str, cluster_id: s
                                             security_group_ids=list(t.security_group_ids),
                                             launch_template_id=t.launch_template_id,
                                             image_id=None if t.launch_template_id else t.image_id,
-                                            placement_group=t.placement_group)
+                                            placement_group=t.placement_group, **fixed)
             except Exception as e:  # botocore ClientError and connection errors alike; classified by code
                 code, msg = error_code(e), error_message(e)
                 attempts.append(Attempt(t.availability_zone, market, code, msg, time.monotonic() - t0))

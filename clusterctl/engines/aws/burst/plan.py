@@ -91,12 +91,23 @@ class BurstPlan:
         """Nodes of aws pools that always exist (the Pulumi stack owns their instances; burst never touches them)."""
         return {n.name for n in self.plan.nodes if n.provider == "aws" and not n.cloud}
 
+    @cached_property
+    def aws_nodes(self) -> dict[str, Node]:
+        """Every node of an aws pool: cloud nodes and static ones (what the bootstrap kit can set up)."""
+        return {n.name: n for n in self.plan.nodes if n.provider == "aws"}
+
+    @cached_property
+    def replaceable_nodes(self) -> dict[str, Node]:
+        """Static nodes (the Pulumi stack's, elastic pools' min included) of spot pools, with the address slurm.conf
+        names: when EC2 takes one back, sync launches its replacement at that address (the controller is in no pool)."""
+        return {n.name: n for n in self.plan.static_spot_nodes if n.address}
+
     def elastic_pools(self) -> list[PoolPlan]:
         return [p for p in self.plan.pools if p.provider == "aws" and p.elastic]
 
     def pool_of(self, node: str) -> PoolPlan:
-        pool = self.cloud_nodes[node].pool
-        assert pool is not None  # cloud nodes belong to an elastic pool; only the controller has none
+        pool = self.aws_nodes[node].pool
+        assert pool is not None  # aws nodes belong to a pool; only the controller has none
         return self.plan.pool(pool)
 
     @cached_property

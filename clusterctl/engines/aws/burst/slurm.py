@@ -109,3 +109,14 @@ class Slurm:
         if names:
             self._run("update", f"nodename={hostlist.compress(sorted(names))}", "state=power_down_force",
                       f"reason={clip_reason(reason)}")
+
+    def drain(self, names: list[str], reason: str) -> None:
+        """No new work on the nodes, with the reason (a static node whose replacement failed: `up` recreates it)."""
+        if names:
+            self._run("update", f"nodename={hostlist.compress(sorted(names))}", "state=drain",
+                      f"reason={clip_reason(reason)}")
+
+    def resume(self, names: list[str]) -> None:
+        """Back to service: the drain lifted (a node that does not answer stays DOWN until slurmd registers)."""
+        if names:
+            self._run("update", f"nodename={hostlist.compress(sorted(names))}", "state=resume")

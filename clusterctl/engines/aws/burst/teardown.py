@@ -5,7 +5,9 @@ know them: they would keep running (and billing), and their network interfaces w
 security group so the destroy fails. They are found the way the burst programs find them (cloud tags: this
 cluster's name AND its unique id, and a Name that is one of this plan's cloud nodes, or the pool tag of an elastic
 pool for strays a resume left unnamed), terminated, and waited for until gone.
-Static nodes (the stack's own instances) and other clusters' instances (same name, other id) are never touched.
+Static nodes (the stack's own instances) and other clusters' instances (same name, other id) are never touched,
+except a static spot node's replacement that sync launched and no `up` adopted yet (tag clusterctl:role=replacement):
+the stack does not know it either.
 """
 
 from __future__ import annotations
@@ -38,6 +40,10 @@ def release_burst_instances(plan: ClusterPlan, cluster_id: str, log: Callable[[s
     for pool in burst.elastic_pools():
         assert pool.region is not None  # elastic pools are aws pools; compile gives each its region
         pools_by_region[pool.region].add(pool.name)
+    for node in burst.plan.static_spot_nodes:  # their replacements are looked for, with or without elastic pools
+        region = burst.plan.pool(node.pool or "").region
+        assert region is not None
+        pools_by_region.setdefault(region, set())
     released: dict[str, str] = {}
     for region, pools in sorted(pools_by_region.items()):
         ec2, _ = cloud.clients(region)
@@ -62,8 +68,11 @@ def release_burst_instances(plan: ClusterPlan, cluster_id: str, log: Callable[[s
 
 def _launched_by_burst(burst: BurstPlan, elastic_pools: set[str], inst: cloud.Instance) -> bool:
     """A cloud node's instance, a stray of an elastic pool (no Name, or a node `max` no longer has), or an image
-    builder an interrupted `image build` left running (it would hold the subnet the destroy removes); never a
-    static node, whose instance is the stack's."""
+    builder an interrupted `image build` left running (it would hold the subnet the destroy removes), or a static
+    node's replacement (adopted or not: the destroy removes it anyway); never a static node's instance the stack
+    made."""
+    if inst.replacement:
+        return True
     if inst.name in burst.static_nodes:
         return False
     return inst.name in burst.cloud_nodes or inst.pool in elastic_pools or inst.image_builder

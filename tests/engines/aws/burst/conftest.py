@@ -24,6 +24,8 @@ class FakeSlurm:
         self.states: dict[str, NodeState] = {}
         self.addresses: dict[str, str] = {}
         self.powered_down: list[tuple[list[str], str]] = []
+        self.drained: list[tuple[list[str], str]] = []
+        self.resumed: list[str] = []
         for n, s in (states or {}).items():
             self.set(n, s)
 
@@ -37,6 +39,14 @@ class FakeSlurm:
         self.addresses[node] = address
         if node in self.states:
             self.states[node] = self.NodeState(node, self.states[node].state, address)
+
+    def drain(self, names, reason):
+        self.drained.append((sorted(names), reason))
+        for n in names:
+            self.states[n] = self.NodeState(n, "IDLE+DRAIN", self.states[n].addr if n in self.states else n, reason)
+
+    def resume(self, names):
+        self.resumed.extend(sorted(names))
 
     def power_down(self, names, reason):
         self.powered_down.append((sorted(names), reason))

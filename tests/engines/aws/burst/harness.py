@@ -69,6 +69,8 @@ class FaultProxy:
         # image, then images[image id] = that root, which InstanceVms boots the image's instances from.
         self.bake: Callable[[str], str] | None = None
         self.images: dict[str, str] = {}
+        # Instances EC2 "took back": terminated by the test, DescribeInstances reports them with EC2's spot reason.
+        self.reclaimed: set[str] = set()
         self.failing_azs: set[str] = set()
         self.fail_code = "InsufficientInstanceCapacity"
         self.failing_markets: set[str] | None = None  # None: every market
@@ -99,6 +101,9 @@ class FaultProxy:
                             # EC2 answers capacity errors as server errors (500), request errors as 400
                             status = 500 if code.startswith("Insufficient") else 400
                             return self._reply(status, {"Content-Type": "text/xml"}, data)
+                    if form.get("Action") == ["DescribeInstances"] and proxy.reclaimed:
+                        status, headers, data = self._upstream(body)
+                        return self._reply(status, headers, reclaimed_xml(data, proxy.reclaimed) if status == 200 else data)
                     if form.get("Action") == ["CreateImage"] and proxy.bake is not None:
                         root = proxy.bake(form["InstanceId"][0])
                         status, headers, data = self._upstream(body)
@@ -138,6 +143,30 @@ class FaultProxy:
     def stop(self):
         self.server.shutdown()
         self.server.server_close()
+
+
+def reclaimed_xml(data: bytes, reclaimed: set[str]) -> bytes:
+    """A DescribeInstances response with the terminated instances of `reclaimed` given EC2's StateReason of a spot
+    instance it took back (moto has no spot market to do so)."""
+    import xml.etree.ElementTree as ET
+
+    root = ET.fromstring(data)
+    ns = root.tag.split("}")[0] + "}" if root.tag.startswith("{") else ""
+    ET.register_namespace("", ns.strip("{}"))
+    for item in root.iter(f"{ns}item"):
+        iid = item.find(f"{ns}instanceId")
+        state = item.find(f"{ns}instanceState/{ns}name")
+        if iid is None or iid.text not in reclaimed or state is None or state.text != "terminated":
+            continue
+        reason = item.find(f"{ns}stateReason")
+        if reason is None:
+            reason = ET.SubElement(item, f"{ns}stateReason")
+        for tag in ("code", "message"):
+            el = reason.find(f"{ns}{tag}")
+            if el is None:
+                el = ET.SubElement(reason, f"{ns}{tag}")
+            el.text = SPOT_RECLAIMED["Code" if tag == "code" else "Message"]
+    return ET.tostring(root, encoding="utf-8", xml_declaration=True)
 
 
 class FakeImds:
@@ -257,6 +286,34 @@ def create_stack(ec2, plan, pool_name: str, cluster_id: str = CLUSTER_ID, image_
     lt = ec2.create_launch_template(LaunchTemplateName=f"{cluster}-{pool.name}-lt", LaunchTemplateData=data,
                                     TagSpecifications=spec("launch-template", [{"Key": "clusterctl:pool", "Value": pool.name}]))
     return CloudStack(vpc_id, subnets, sg["GroupId"], lt["LaunchTemplate"]["LaunchTemplateId"])
+
+
+def create_static_nodes(ec2, plan, stack: CloudStack, pool_name: str, cluster_id: str = CLUSTER_ID) -> dict[str, tuple[str, str]]:
+    """Another pool of the stack: its launch template in the stack's network, and its static nodes' instances as the
+    Pulumi stack makes them (from the template, in the pool's first AZ, the cluster's tags, Name = node; EC2 picks
+    the addresses). Returns node -> (instance id, private address)."""
+    from clusterctl.engines.aws import launch
+    from clusterctl.render.stack_config import CLUSTER_ID_TAG, StackConfig
+
+    pool = StackConfig.from_plan(plan).pool(pool_name)
+    tags = [{"Key": CLUSTER_TAG, "Value": plan.name}, {"Key": CLUSTER_ID_TAG, "Value": cluster_id},
+            {"Key": "clusterctl:pool", "Value": pool.name}]
+    image = sorted(i["ImageId"] for i in ec2.describe_images(
+        Owners=["amazon"], Filters=[{"Name": "architecture", "Values": ["x86_64"]}])["Images"])[0]
+    subnet = stack.subnets[pool.availability_zones[0]]
+    data = launch.launch_template_data(pool, image_id=image, subnet_id=subnet, security_group_ids=[stack.security_group_id],
+                                       user_data="#cloud-config\n{}\n")
+    lt = ec2.create_launch_template(LaunchTemplateName=f"{plan.name}-{pool.name}-lt", LaunchTemplateData=data,
+                                    TagSpecifications=[{"ResourceType": "launch-template", "Tags": tags}])
+    nodes = launch.launch_nodes(ec2, pool, plan.name, list(pool.static_nodes), cluster_id=cluster_id, subnet_id=subnet,
+                                security_group_ids=[stack.security_group_id],
+                                launch_template_id=lt["LaunchTemplate"]["LaunchTemplateId"])
+    return {n: (v["instance_id"], v["private_ip"]) for n, v in nodes.items()}
+
+
+# What EC2 reports for a spot instance it took back (EC2 API reference, StateReason).
+SPOT_RECLAIMED = {"Code": "Server.SpotInstanceTermination",
+                  "Message": "Server.SpotInstanceTermination: Spot instance termination"}
 
 
 VM_PREFIX = "vm-"

@@ -5,6 +5,11 @@ site.yml with the burst role, smoke job) from tests/engines/aws/burst/lab-hybrid
 pool's launch resources made by harness.create_stack, reached through the fault proxy on the lab bridge), a fake
 IMDS on the bridge, and InstanceVms booting a lab node for every instance moto reports running.
 
+The static spot node (pool steady) is made as the stack makes it (harness.create_static_nodes), and the plan is
+rendered with its address as `up` renders it from the stack's outputs. `up` would converge it with site.yml; here
+its VM boots only once the cluster is up, so the controller's bootstrap kit sets it up (`clusterctl burst
+bootstrap`), the same kit that sets up its replacement after a spot interruption.
+
 Why `up`'s steps and not the `clusterctl up` command: `up` refuses specs with aws pools when the pulumi CLI is
 missing (it is, here; nothing can download it), before it touches anything. The AWS part of `up` (the Pulumi stack)
 is what CloudStack stands in for; every other step is the product's own code.
@@ -22,6 +27,7 @@ from tests.engines.aws.burst import harness
 HERE = Path(__file__).resolve().parent
 SPEC = HERE / "lab-hybrid.yaml"
 POOL = "cloud"
+STATIC_POOL = "steady"  # one static spot node (steady001)
 
 
 class BurstLab:
@@ -34,12 +40,15 @@ class BurstLab:
         self.log = log
         self.spot_grace = spot_grace
         self.moto = self.proxy = self.imds = self.vms = self.stack = None
+        self.static: dict[str, tuple[str, str]] = {}
         self.access = None
         self.timings: dict[str, float] = {}
 
     # --- bring-up ---------------------------------------------------------------------------------------
 
     def up(self) -> "BurstLab":
+        from clusterctl.compile import compile_plan
+        from clusterctl.compile.model import LiveFacts
         from clusterctl.ops.access import access_for
         from clusterctl.state.secrets import ensure_munge_key
         from clusterctl.ops.smoke import run_smoke
@@ -47,21 +56,43 @@ class BurstLab:
         from clusterctl.render.write import write_build
 
         t0 = time.monotonic()
-        self.plan, files = render_spec(self.spec)
-        self.build = self.state.dir / "build"
-        write_build(files, self.build)
+        self.plan = compile_plan(self.spec)  # where the lab and the cloud go; aws addresses come from the stack
         self.access = access_for(self.plan, self.state, lambda m: None)
         self.access.lab.up()
         self.munge_key = ensure_munge_key(self.state)
         self.start_cloud()  # before converging: the burst role's settings name the proxy's and IMDS's addresses
+        self.plan, files = render_spec(self.spec, LiveFacts(addresses={n: a for n, (_, a) in self.static.items()}))
+        self.build = self.state.dir / "build"
+        write_build(files, self.build)
+        self.access = access_for(self.plan, self.state, lambda m: None)
         self.converge_result = self.converge()
+        self.vms = harness.InstanceVms(self.ec2, self.plan.name, self.access.lab.spec, images=self.proxy.images).start()
+        self.proxy.bake = lambda instance_id: self.vms.bake(instance_id, self.amis)
+        self.set_up_static_nodes()
         smoke = run_smoke(self.plan, self.access.remote(self.plan.controller))
         if not all(s.ok for s in smoke):
             raise RuntimeError(f"smoke job failed: {smoke}")
         self.timings["cluster up"] = time.monotonic() - t0
-        self.vms = harness.InstanceVms(self.ec2, self.plan.name, self.access.lab.spec, images=self.proxy.images).start()
-        self.proxy.bake = lambda instance_id: self.vms.bake(instance_id, self.amis)
         return self
+
+    def set_up_static_nodes(self) -> None:
+        """The static aws nodes, once their VMs answer, set up by the controller's bootstrap kit (inline) and
+        registered in Slurm."""
+        from tests.helpers import wait_for
+
+        names = sorted(self.static)
+        for n in names:
+            wait_for(lambda n=n: self.vms.address_of(n), 120, 1, f"the VM of {n} to boot")
+        self.as_slurm(f"clusterctl burst bootstrap {','.join(names)}", timeout=300)
+        for n in names:
+            wait_for(lambda n=n: self.node(n).get("State", "").split("+")[0] in ("IDLE", "MIXED", "ALLOCATED"), 120, 1,
+                     f"{n} to register in Slurm")
+
+    def reclaim(self, instance_id: str) -> None:
+        """What EC2 does to a spot instance it takes back at the notice's deadline: terminated, and reported with
+        its spot reason from now on (FaultProxy.reclaimed)."""
+        self.proxy.reclaimed.add(instance_id)
+        self.ec2.terminate_instances(InstanceIds=[instance_id])
 
     @property
     def amis(self) -> Path:
@@ -87,6 +118,8 @@ class BurstLab:
         from clusterctl.state.secrets import ensure_cluster_id
 
         self.stack = harness.create_stack(self.ec2, self.plan, POOL, ensure_cluster_id(self.state))
+        # node -> (instance id, address) of the static aws nodes, made as the Pulumi stack makes them
+        self.static = harness.create_static_nodes(self.ec2, self.plan, self.stack, STATIC_POOL, ensure_cluster_id(self.state))
         self.proxy = harness.FaultProxy(self.moto.url, gateway, self.stack.subnet_azs)
         self.imds = harness.FakeImds(gateway)
 
@@ -107,7 +140,7 @@ class BurstLab:
         from clusterctl.engines.ansible.runner import PlaybookRun, run_playbook
         from clusterctl.state.secrets import playbook_vars
 
-        run = PlaybookRun(build_dir=self.build, ssh=self.access.ssh,
+        run = PlaybookRun(build_dir=self.build, ssh=self.access.ssh, limit=":".join(["all", *(f"!{n}" for n in self.static)]),
                           extravars={**playbook_vars(self.munge_key),
                                      "clusterctl_burst_env": self.burst_env(),
                                      "clusterctl_burst_imds_endpoint": self.imds.url})
@@ -204,5 +237,4 @@ class BurstLab:
                 i["TagMap"] = {t["Key"]: t["Value"] for t in i.get("Tags") or []}
                 out.append(i)
         return out
-
 

@@ -481,3 +481,195 @@ def test_burst_refuses_to_run_without_a_cluster_id(settings, fake_slurm, stack):
         actions.Context.create(dataclasses.replace(settings, cluster_id=""), logging.getLogger("t"), slurm=fake_slurm)
     with pytest.raises(ClusterctlError, match="no cluster id"):
         cloud.cluster_instances(stack[0], "burst", "")
+
+
+# --- static spot nodes: replaced by sync, adopted by up ----------------------------------------------------
+
+
+@pytest.fixture
+def steady(stack, settings, fake_slurm, proxy):
+    """The static spot node steady001 made as the Pulumi stack makes it, and a Context whose plan.json names its
+    address (as `up` renders it from the stack's outputs), talking to EC2 through the fault proxy (which reports an
+    instance the test puts in proxy.reclaimed as one EC2 took back). Returns (ctx, instance id, address)."""
+    import logging
+
+    from clusterctl.compile import compile_plan
+    from clusterctl.compile.model import LiveFacts
+    from clusterctl.engines.aws.burst.actions import Context
+    from clusterctl.engines.aws.burst.plan import BurstPlan
+    from clusterctl.render import to_json
+    from clusterctl.validate import load_valid
+    from tests.engines.aws.burst.conftest import HERE, lab_plan
+    from tests.engines.aws.burst.harness import create_static_nodes
+
+    ec2, st = stack
+    (iid, address), = create_static_nodes(ec2, lab_plan(), st, "steady").values()
+    plan = compile_plan(load_valid(HERE / "lab-hybrid.yaml"), LiveFacts(addresses={"steady001": address}))
+    settings.plan.write_text(to_json(plan.to_dict()))
+    fake_slurm.set("steady001", "IDLE", address)
+    ec2, ec2_launch = cloud.clients("us-west-2", endpoint_url=proxy.url)  # the product's clients (no SDK retries)
+    ctx = Context(settings, BurstPlan.load(settings.plan), fake_slurm, ec2, ec2_launch, logging.getLogger("burst.test"))
+    return ctx, iid, address
+
+
+def _instances(ec2, name):
+    resp = ec2.describe_instances(Filters=[{"Name": "tag:Name", "Values": [name]}])
+    return sorted((i for r in resp["Reservations"] for i in r["Instances"]), key=lambda i: i["LaunchTime"])
+
+
+def _reclaim(ctx, proxy, iid):
+    """EC2 takes the instance back: terminated, and reported with EC2's spot StateReason from now on."""
+    ctx.ec2.terminate_instances(InstanceIds=[iid])
+    proxy.reclaimed.add(iid)
+
+
+def test_sync_replaces_a_static_spot_node_ec2_took_back_at_its_address(steady, proxy):
+    """EC2 takes steady001's instance back: sync launches one replacement with the same Name (at launch), address,
+    pool, market and first AZ, from the pool's launch template, tagged as a replacement, and only one."""
+    ctx, iid, address = steady
+    ec2 = ctx.ec2
+    assert actions.sync(ctx).replaced == {}  # running: nothing to do
+    _reclaim(ctx, proxy, iid)
+    report = actions.sync(ctx)
+    assert list(report.replaced) == ["steady001"] and report.replaced["steady001"]["private_ip"] == address
+    new = _instances(ec2, "steady001")[-1]
+    tags = {t["Key"]: t["Value"] for t in new["Tags"]}
+    assert new["InstanceId"] == report.replaced["steady001"]["instance_id"] != iid
+    assert new["PrivateIpAddress"] == address and new["Placement"]["AvailabilityZone"] == "us-west-2a"
+    assert tags["clusterctl:pool"] == "steady" and tags["clusterctl:cluster-id"] == CLUSTER_ID
+    assert tags["clusterctl:role"] == "replacement" and new["InstanceLifecycle"] == "spot"
+    assert [c.market for c in proxy.calls] == ["spot"]
+    assert actions.sync(ctx).replaced == {} and len(_instances(ec2, "steady001")) == 2
+
+
+def test_sync_leaves_a_static_node_terminated_by_anyone_but_ec2_to_up(steady):
+    """Pulumi removing a node (count lowered, its converge not yet done) or a person terminating it: the instance's
+    reason is Client.UserInitiatedShutdown, and sync must not bring back what someone removed."""
+    ctx, iid, _ = steady
+    ctx.ec2.terminate_instances(InstanceIds=[iid])
+    report = actions.sync(ctx)
+    assert report.replaced == {} and report.not_replaced == {} and len(_instances(ctx.ec2, "steady001")) == 1
+
+
+@pytest.mark.parametrize("cloud_pool", [{"fallback_markets": ["on-demand"]}])
+def test_a_failed_replacement_is_tried_again_by_the_next_sync_in_its_own_market(steady, proxy, cloud_pool):
+    """No spot capacity in the node's AZ: no other AZ (its address is in the first AZ's subnet) and no fallback
+    market (the stack declares spot; `up` would recreate an on-demand one under its jobs); the next sync launches."""
+    ctx, iid, address = steady
+    _reclaim(ctx, proxy, iid)
+    proxy.failing_azs = {"us-west-2a"}
+    report = actions.sync(ctx)
+    assert report.replaced == {} and "InsufficientInstanceCapacity" in report.not_replaced["steady001"]
+    assert [(c.availability_zone, c.market) for c in proxy.calls] == [("us-west-2a", "spot")]
+    proxy.failing_azs = set()
+    assert actions.sync(ctx).replaced["steady001"]["private_ip"] == address
+
+
+def test_a_replaced_node_is_resumed_only_from_a_drain_of_ours(steady):
+    """After the bootstrap: the spot watcher's drain is lifted, an admin's is kept."""
+    from clusterctl.engines.aws.burst.bootstrap import _resume_replaced
+
+    ctx, _, _ = steady
+    for reason, lifted in (("spot interruption: terminate at 2026-12-07T03:00:00Z", ["steady001"]),
+                           ("ops: replacing a cable", [])):
+        ctx.slurm.resumed.clear()
+        ctx.slurm.states["steady001"] = ctx.slurm.NodeState("steady001", "DOWN+DRAIN", None, reason)
+        _resume_replaced(ctx, ["steady001"])
+        assert ctx.slurm.resumed == lifted, reason
+
+
+def test_a_replacement_that_cannot_be_set_up_is_terminated_and_its_node_drained_not_powered_down(steady, proxy, monkeypatch):
+    from clusterctl.engines.aws.burst import bootstrap
+
+    ctx, iid, _ = steady
+    _reclaim(ctx, proxy, iid)
+    new = actions.sync(ctx).replaced["steady001"]["instance_id"]
+    monkeypatch.setattr(bootstrap, "bootstrap_one", lambda c, n, i, d: "no SSH to it within 270s (port 22 closed)")
+    assert bootstrap.bootstrap_nodes(ctx, ["steady001"])["steady001"].startswith("no SSH")
+    assert _instances(ctx.ec2, "steady001")[-1]["State"]["Name"] in ("shutting-down", "terminated")
+    assert ctx.slurm.powered_down == [] and ctx.slurm.drained[0][0] == ["steady001"]
+    assert "`clusterctl up` recreates it" in ctx.slurm.drained[0][1]
+    assert actions.sync(ctx).replaced == {}  # terminated by us, not by EC2: not launched again
+    assert new != iid
+
+
+def test_down_terminates_a_replacement_no_up_adopted(steady, proxy):
+    from clusterctl.engines.aws.burst.teardown import release_burst_instances
+
+    ctx, iid, _ = steady
+    _reclaim(ctx, proxy, iid)
+    new = actions.sync(ctx).replaced["steady001"]["instance_id"]
+    released = release_burst_instances(ctx.plan.plan, ctx.cluster_id, lambda m: None, poll_seconds=1)
+    assert released == {"steady001": new}
+
+
+class ExportedStack:
+    """What adopt_replacements uses of a Pulumi Automation API stack (export_stack / import_stack), over a
+    deployment in Pulumi's format; the pulumi CLI behind the real ones cannot be installed here."""
+
+    def __init__(self, deployment: dict):
+        from pulumi import automation as auto
+
+        self.exported = auto.Deployment(version=3, deployment=deployment)
+        self.imported: list = []
+
+    def export_stack(self):
+        return self.exported
+
+    def import_stack(self, deployment):
+        self.imported.append(deployment)
+
+
+def _deployment(node_ids: dict[str, str]) -> dict:
+    """A stack export's `deployment` with the cluster's instance resources (component parent, provider, outputs),
+    shaped as `pulumi stack export` writes them."""
+    prefix = "urn:pulumi:hybrid::clusterctl::clusterctl:aws:NodePool$aws:ec2/instance:Instance::"
+    return {"manifest": {"time": "2026-12-07T00:00:00Z", "magic": "x", "version": "v3.140.0"},
+            "resources": [{"urn": prefix + name, "custom": True, "id": iid, "type": "aws:ec2/instance:Instance",
+                           "inputs": {"instanceType": "p5.48xlarge", "tags": {"Name": name}},
+                           "outputs": {"id": iid, "privateIp": "10.0.0.1", "tags": {"Name": name}},
+                           "parent": "urn:pulumi:hybrid::clusterctl::clusterctl:aws:NodePool::steady"}
+                          for name, iid in node_ids.items()]}
+
+
+def test_up_adopts_the_replacement_instead_of_creating_a_second_instance(steady, proxy):
+    """Before its refresh, `up` points the stack's instance of steady001 at the replacement sync launched (found by
+    the cluster's tags, the Name and the replacement role), so the refresh reads it and nothing is created; a node
+    whose recorded instance is the running one is left as it is."""
+    from clusterctl.engines.aws.adopt import adopt_replacements
+
+    ctx, iid, address = steady
+    _reclaim(ctx, proxy, iid)
+    new = actions.sync(ctx).replaced["steady001"]["instance_id"]
+    stack = ExportedStack(_deployment({"steady001": iid}))
+    adopted = adopt_replacements(stack, ctx.ec2, ctx.plan.cluster, ctx.cluster_id, ["steady001"])
+    assert {n: (a.recorded, a.instance_id, a.address) for n, a in adopted.items()} == {"steady001": (iid, new, address)}
+    (dep,) = stack.imported
+    (res,) = dep.deployment["resources"]
+    assert res["id"] == res["outputs"]["id"] == new and dep.version == 3
+    assert stack.exported.deployment["resources"][0]["id"] == iid  # the export itself is not edited in place
+
+    again = ExportedStack(_deployment({"steady001": new}))
+    assert adopt_replacements(again, ctx.ec2, ctx.plan.cluster, ctx.cluster_id, ["steady001"]) == {} and again.imported == []
+
+
+def test_up_adopts_only_a_replacement(steady):
+    """An instance named like the node that sync did not launch (no replacement role) is never made the stack's."""
+    from clusterctl.engines.aws.adopt import adopt_replacements
+
+    ctx, iid, _ = steady
+    stack = ExportedStack(_deployment({"steady001": "i-0123456789abcdef0"}))  # the recorded one is gone
+    assert adopt_replacements(stack, ctx.ec2, ctx.plan.cluster, ctx.cluster_id, ["steady001"]) == {}
+    assert stack.imported == []
+
+
+def test_adopt_rewrites_only_gone_instances_of_the_named_nodes():
+    from clusterctl.engines.aws.adopt import adopt
+
+    dep = _deployment({"steady001": "i-old", "steady002": "i-two", "steady003": "i-three", "steady004": "i-four",
+                       "hybrid-ctl": "i-ctl"})
+    dep["resources"][2]["delete"] = True  # pending delete: Pulumi's to finish, not ours to point elsewhere
+    running = {"steady001": "i-new", "steady002": "i-two", "steady003": "i-3b", "hybrid-ctl": "i-other"}
+    out, adopted = adopt(dep, ["steady001", "steady002", "steady003", "steady004"], running)
+    assert adopted == {"steady001": ("i-old", "i-new")}
+    assert [r["id"] for r in out["resources"]] == ["i-new", "i-two", "i-three", "i-four", "i-ctl"]

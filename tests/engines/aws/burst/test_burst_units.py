@@ -99,8 +99,9 @@ def test_burst_plan_knows_cloud_nodes_and_pool_config(tmp_path):
     p = tmp_path / "plan.json"
     p.write_text(to_json(lab_plan().to_dict()))
     bp = BurstPlan.load(p)
-    assert sorted(bp.cloud_nodes) == NODES and bp.static_nodes == set()
-    assert bp.pool_of("cloud003").name == "cloud"
+    assert sorted(bp.cloud_nodes) == NODES and bp.static_nodes == {"steady001"}
+    assert bp.pool_of("cloud003").name == "cloud" and bp.pool_of("steady001").name == "steady"
+    assert bp.replaceable_nodes == {}  # no address without the stack's facts: nothing sync could launch at
     cfg = bp.pool_config("cloud")
     assert cfg.instance_type == "p5.48xlarge" and cfg.market == "spot"
     assert cfg.availability_zones == ("us-west-2a", "us-west-2b", "us-west-2c")
