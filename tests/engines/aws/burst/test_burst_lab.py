@@ -233,43 +233,6 @@ def test_spot_notice_drains_the_node_and_requeues_the_job(lab):
     assert f"powering down {target}: clusterctl burst: instance gone" in log or f"terminated {target}=" in log
 
 
-def test_a_static_spot_node_ec2_takes_back_comes_back_under_its_name(lab):
-    """steady001, a static spot node (the stack's), runs a job; the spot notice drains it and requeues the job; EC2
-    takes the instance back. The sync timer's run launches a replacement with the same name and address from the
-    pool's template, the kit sets it up, the spot watcher's drain is lifted, and the requeued job runs there."""
-    node = "steady001"
-    old = live_names(lab)[node]
-    address = old["PrivateIpAddress"]
-    assert lab.node(node)["NodeAddr"] == address  # slurm.conf names it (rendered from the stack's outputs)
-    lab.ctl(f"printf %s {shlex.quote(SPOT_JOB)} > /root/steady.sh")
-    job = lab.sbatch(f"-p steady -w {node} --gres=gpu:8 -o /dev/null /root/steady.sh")
-    wait_job(lab, job, ("RUNNING",), 120, node)
-    wait_for(lambda: lab.imds.polls.get(address, 0) > 0, 60, 1, f"the spot watcher on {node} to poll IMDS")
-    lab.imds.interrupt(address, in_seconds=120)
-    wait_for(lambda: node_with_reason(lab, node, "spot interruption"), 60, 1, f"{node} to be drained")
-    wait_for(lambda: requeued(lab, job), 90, 1, f"job {job} to be requeued")
-
-    mark = len(lab.burst_log())
-    lab.reclaim(old["InstanceId"])  # the notice's deadline: EC2 terminates it, with its spot reason
-    lab.imds.notices.pop(address)  # that instance's notice; the replacement at the same address has none
-    wait_for(lambda: old["InstanceId"] not in lab.vms.vms, 60, 1, f"the VM of {node}'s old instance to stop")
-    t0 = time.monotonic()
-    lab.as_slurm("clusterctl burst sync", timeout=400)  # what the timer runs every minute; sets the node up inline
-    synced = time.monotonic() - t0
-    new = live_names(lab).get(node)
-    assert new and new["InstanceId"] != old["InstanceId"], lab.explain(job, node)
-    assert new["PrivateIpAddress"] == address and new["Placement"]["AvailabilityZone"] == "us-west-2a"
-    wait_job(lab, job, ("RUNNING",), 300, node)
-    back = time.monotonic() - t0
-    assert "DRAIN" not in lab.node(node)["State"] and lab.on(address, "hostname").stdout.strip() == node
-    log = lab.burst_log()[mark:]
-    assert f"replacing {node}: EC2 took back {old['InstanceId']} (Server.SpotInstanceTermination)" in log, log
-    assert f"{node}: back in service on the replacement instance" in log, log
-    lab.ctl(f"scancel {job}")
-    print(f"\nstatic spot node {node}: sync (launch, VM boot, bootstrap) {synced:.1f}s; "
-          f"sync -> its requeued job running on the replacement {back:.1f}s")
-
-
 def test_image_build_bakes_the_pool_and_a_burst_node_boots_it_with_8_gpus(lab, tmp_path_factory, monkeypatch):
     """`image build` of the aws pool for real: the builder launched through EC2 (moto, behind the proxy) in the
     cluster's subnet boots as a VM, the node roles converge it over SSH in image mode from the site's mirrors (the
@@ -350,6 +313,44 @@ def test_image_build_bakes_the_pool_and_a_burst_node_boots_it_with_8_gpus(lab, t
     configured = [line.split(": ", 1)[1] for line in log.splitlines() if f"{node}: configured in" in line]
     print(f"\nimage build of pool cloud: {seconds:.1f}s; sbatch -> job start on a node booted from it: "
           f"{started:.1f}s; its bootstrap: {configured}")
+
+
+def test_a_static_spot_node_ec2_takes_back_comes_back_under_its_name(lab):
+    """(After the image test: the burst node that test powered up is suspended meanwhile, which the last test would
+    otherwise wait for.) steady001, a static spot node (the stack's), runs a job; the spot notice drains it and requeues the job; EC2
+    takes the instance back. The sync timer's run launches a replacement with the same name and address from the
+    pool's template, the kit sets it up, the spot watcher's drain is lifted, and the requeued job runs there."""
+    node = "steady001"
+    old = live_names(lab)[node]
+    address = old["PrivateIpAddress"]
+    assert lab.node(node)["NodeAddr"] == address  # slurm.conf names it (rendered from the stack's outputs)
+    lab.ctl(f"printf %s {shlex.quote(SPOT_JOB)} > /root/steady.sh")
+    job = lab.sbatch(f"-p steady -w {node} --gres=gpu:8 -o /dev/null /root/steady.sh")
+    wait_job(lab, job, ("RUNNING",), 120, node)
+    wait_for(lambda: lab.imds.polls.get(address, 0) > 0, 60, 1, f"the spot watcher on {node} to poll IMDS")
+    lab.imds.interrupt(address, in_seconds=120)
+    wait_for(lambda: node_with_reason(lab, node, "spot interruption"), 60, 1, f"{node} to be drained")
+    wait_for(lambda: requeued(lab, job), 90, 1, f"job {job} to be requeued")
+
+    mark = len(lab.burst_log())
+    lab.reclaim(old["InstanceId"])  # the notice's deadline: EC2 terminates it, with its spot reason
+    lab.imds.notices.pop(address)  # that instance's notice; the replacement at the same address has none
+    wait_for(lambda: old["InstanceId"] not in lab.vms.vms, 60, 1, f"the VM of {node}'s old instance to stop")
+    t0 = time.monotonic()
+    lab.as_slurm("clusterctl burst sync", timeout=400)  # what the timer runs every minute; sets the node up inline
+    synced = time.monotonic() - t0
+    new = live_names(lab).get(node)
+    assert new and new["InstanceId"] != old["InstanceId"], lab.explain(job, node)
+    assert new["PrivateIpAddress"] == address and new["Placement"]["AvailabilityZone"] == "us-west-2a"
+    wait_job(lab, job, ("RUNNING",), 300, node)
+    back = time.monotonic() - t0
+    assert "DRAIN" not in lab.node(node)["State"] and lab.on(address, "hostname").stdout.strip() == node
+    log = lab.burst_log()[mark:]
+    assert f"replacing {node}: EC2 took back {old['InstanceId']} (Server.SpotInstanceTermination)" in log, log
+    assert f"{node}: back in service on the replacement instance" in log, log
+    lab.ctl(f"scancel {job}")
+    print(f"\nstatic spot node {node}: sync (launch, VM boot, bootstrap) {synced:.1f}s; "
+          f"sync -> its requeued job running on the replacement {back:.1f}s")
 
 
 def test_everything_shrinks_back_to_owned_only(lab):
