@@ -52,7 +52,7 @@ def driver_packages(version: str) -> tuple[str, ...]:
 
 DRIVER_PKGS = driver_packages(DRIVER)
 # Tasks that cannot run in a container, each skipped by clusterctl_own_kernel (the lab node shares the host's kernel).
-KERNEL_TASKS = ("Kernel headers for the driver's DKMS modules",)
+KERNEL_TASKS = ("Kernel headers for DKMS modules",)
 
 
 def _spec_data(mirror_url: str | None = None, driver: str = DRIVER) -> dict:
@@ -277,39 +277,42 @@ def test_the_lustre_client_installs_the_pinned_release_from_a_signed_site_build(
     assert again.ok and again.recap["gpu002"]["changed"] == 0, changed
 
 
-def test_doca_ofed_installs_the_pinned_release_from_the_doca_repository(env, lab):
-    """The stand-in DOCA-Host repository (tests/standins/doca_repo.py: NVIDIA's layout for Debian 12, its binary
-    doca_keyring.gpg, the profile and MLNX_OFED 24.10 package names and versions) through mirrors.doca: vendor_repo
-    adds it signed with the binary keyring as it is, the rdma role installs exactly doca-ofed-userspace 2.9.1 (not
-    the 2.9.10 beside it; the userspace profile because a container has no kernel of its own, so no DKMS module and
-    no openibd restart) and holds the stack; a second run changes nothing."""
+def test_doca_ofed_installs_the_pinned_release_and_a_pin_change_moves_it(env, lab):
+    """The stand-in DOCA-Host repositories (tests/standins/doca_repo.py: NVIDIA's layout for Debian 12, one directory per
+    release with its binary doca_keyring.gpg, the profile and MLNX_OFED 24.10 package names and versions) through
+    mirrors.doca: vendor_repo adds 2.9.1's signed with the binary keyring as it is; the rdma role installs exactly
+    doca-ofed-userspace 2.9.1 and its members (the userspace profile: a container has no kernel of its own, so no
+    DKMS module and no openibd reload) and holds the profile; a second run changes nothing. Then the pin moves to
+    2.9.3: the sources line is replaced (not added beside), the held profile and its members move to 2.9.3's."""
     from tests.standins import doca_repo as dr
 
     e, d, _ = env
     url = lab[4]
     dr.build(d / "repos")
-    mirror = {"url": f"{url}/doca", "key_url": f"{url}/doca/{dr.REPO_PATH}/{dr.KEY_FILE}"}
-    data = _spec_data(url)
-    data["mirrors"]["doca"] = mirror
-    data["software"]["rdma_stack"] = "doca"
-    spec = load_text(to_yaml(data)).spec
-    repo = repo_vars(resolve(spec, "doca", "debian12"))
-    assert repo["url"] == f"{url}/doca/{dr.REPO_PATH}/", repo  # the catalog's layout below the mirror
-    extravars = {"clusterctl_repos": [repo], "clusterctl_software": compile_plan(spec).software}
-    result, changed = _roles_alone(env, lab, "gpu002", ["vendor_repo", "rdma"], extravars)
-    assert result.ok, result.failures
-    assert f"DOCA-OFED {dr.RELEASE}" in changed, changed
-    want = {"doca-ofed-userspace": f"{dr.RELEASE}-{dr.BUILD}", **dr.MEMBERS}
-    assert installed(lab, "gpu002", *want, "doca-ofed", "mlnx-ofed-kernel-dkms") == want
-    held = set(on(lab, "gpu002", "apt-mark showhold").stdout.split())
-    assert {"doca-ofed-userspace", "rdma-core", "infiniband-diags", "perftest"} <= held, held
-    assert f"Candidate: {dr.NEWER}-{dr.BUILD}" in on(lab, "gpu002", "apt-cache policy doca-ofed-userspace").stdout
-    assert on(lab, "gpu002", "ofed_info -s").stdout.strip() == f"MLNX_OFED_LINUX-{dr.OFED}:"
-    assert "Restart openibd" not in changed, changed  # a handler that ran would be listed with the changed tasks
-    sources = on(lab, "gpu002", "cat /etc/apt/sources.list.d/clusterctl-doca.list").stdout
-    assert "[signed-by=/usr/share/keyrings/clusterctl-doca.gpg]" in sources and "trusted" not in sources, sources
-    again, changed = _roles_alone(env, lab, "gpu002", ["vendor_repo", "rdma"], extravars)
-    assert again.ok and again.recap["gpu002"]["changed"] == 0, changed
+
+    def run(release):
+        data = _spec_data(url)
+        data["mirrors"]["doca"] = {"url": f"{url}/doca", "key_url": f"{url}/doca/{dr.repo_path(release)}/{dr.KEY_FILE}"}
+        data["software"]["rdma_stack"], data["software"]["doca"] = "doca", release
+        spec = load_text(to_yaml(data)).spec
+        repo = repo_vars(resolve(spec, "doca", "debian12"))
+        assert repo["url"] == f"{url}/doca/{dr.repo_path(release)}/", repo  # the catalog's layout below the mirror
+        extravars = {"clusterctl_repos": [repo], "clusterctl_software": compile_plan(spec).software}
+        return _roles_alone(env, lab, "gpu002", ["vendor_repo", "rdma"], extravars)
+
+    for release in (dr.RELEASE, dr.NEXT):
+        result, changed = run(release)
+        assert result.ok, result.failures
+        assert f"DOCA-OFED {release}" in changed, changed
+        want = {"doca-ofed-userspace": dr.version(release), **dr.members(release)}
+        assert installed(lab, "gpu002", *want, "doca-ofed", "mlnx-ofed-kernel-dkms") == want
+        assert "doca-ofed-userspace" in on(lab, "gpu002", "apt-mark showhold").stdout.split()
+        assert on(lab, "gpu002", "ofed_info -s").stdout.strip() == f"MLNX_OFED_LINUX-{dr.RELEASES[release][1]}:"
+        assert "Reload the RDMA driver stack (openibd)" not in changed, changed
+        sources = on(lab, "gpu002", "cat /etc/apt/sources.list.d/clusterctl-doca.list").stdout
+        assert sources == (f"deb [signed-by=/usr/share/keyrings/clusterctl-doca.gpg] {url}/doca/{dr.repo_path(release)}/ ./\n"), sources
+        again, changed = run(release)
+        assert again.ok and again.recap["gpu002"]["changed"] == 0, changed
 
 
 def test_driver_upgrade_rolls_node_by_node_around_a_running_job(env, lab):

@@ -69,7 +69,8 @@ def test_driver_install_pins_every_package_to_the_driver_version_and_holds_the_b
 
 
 # Tasks that need a kernel of the node's own: lab nodes (containers) skip them by clusterctl_own_kernel, by name.
-KERNEL_ONLY = {"nvidia_driver": ("Kernel headers for the driver's DKMS modules", "Load nvidia-peermem now")}
+KERNEL_ONLY = {"kernel_headers": ("Kernel headers for DKMS modules",), "nvidia_driver": ("Load nvidia-peermem now",),
+               "rdma": ("Reload the RDMA driver stack (openibd)",)}
 
 
 def test_kernel_only_tasks_are_skipped_on_lab_nodes_by_a_named_condition():

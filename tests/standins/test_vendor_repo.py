@@ -106,27 +106,28 @@ def test_apt_refuses_it_with_another_key(repo, tmp_path):
 
 
 def test_doca_stand_in_is_laid_out_as_the_catalog_says_and_its_binary_keyring_verifies_it(tmp_path):
-    """NVIDIA's DOCA layout below mirrors.doca (catalog row for debian12), the key a binary keyring apt takes as it
-    is, and the role's pin `=2.9.1-*` resolving to 2.9.1's build, not to the 2.9.10 beside it."""
+    """NVIDIA's DOCA layout below mirrors.doca (catalog row for debian12), one repository per release, the key a binary
+    keyring apt takes as it is; the role's pins resolve to the release's build, and doca-ofed alone is refused (apt
+    takes the newest userspace profile it knows: the role pins both profiles where the drivers go in)."""
     from clusterctl.catalog import vendor_repos as catalog
     from tests.standins import doca_repo as dr
 
     root = tmp_path / "repos"
-    index = dr.build(root)
+    dr.build(root)
     row = catalog.row("doca", "debian12")
-    assert row is not None and f"doca/{row.path.format(version=dr.RELEASE)}" == f"doca/{dr.REPO_PATH}/"
-    assert row.key_file == dr.KEY_FILE and not (index / dr.KEY_FILE).read_bytes().startswith(b"-----BEGIN")
+    assert row is not None and row.key_file == dr.KEY_FILE
+    for release in (dr.RELEASE, dr.NEXT):
+        assert row.path.format(version=release) == f"{dr.repo_path(release)}/"
+        assert not (root / "doca" / dr.repo_path(release) / dr.KEY_FILE).read_bytes().startswith(b"-----BEGIN")
     with vr.serve(root, "127.0.0.1") as url:
         apt = tmp_path / "apt"
-        kw = {"path": f"doca/{dr.REPO_PATH}", "suite": "./"}
-        r = _apt(apt, url, index / dr.KEY_FILE, "update", **kw)
+        key = root / "doca" / dr.repo_path(dr.RELEASE) / dr.KEY_FILE
+        kw = {"path": f"doca/{dr.repo_path(dr.RELEASE)}", "suite": "./"}
+        r = _apt(apt, url, key, "update", **kw)
         assert r.returncode == 0 and "NO_PUBKEY" not in r.stderr, r.stdout + r.stderr
-        r = _apt(apt, url, index / dr.KEY_FILE, "install", "-s", f"doca-ofed-userspace={dr.RELEASE}-*", **kw)
-        assert r.returncode == 0, r.stdout + r.stderr
-        assert f"Inst doca-ofed-userspace ({dr.RELEASE}-{dr.BUILD}" in r.stdout, r.stdout
+        r = _apt(apt, url, key, "install", "-s", f"doca-ofed-userspace={dr.RELEASE}-*", **kw)
+        assert r.returncode == 0 and f"Inst doca-ofed-userspace ({dr.version(dr.RELEASE)}" in r.stdout, r.stdout + r.stderr
         assert "mlnx-ofed-kernel-dkms" not in r.stdout  # the userspace profile leaves the kernel modules out
-        # doca-ofed alone: apt takes the newest userspace profile and refuses; the role pins both where drivers go in
-        r = _apt(apt, url, index / dr.KEY_FILE, "install", "-s", f"doca-ofed={dr.RELEASE}-*", **kw)
-        assert r.returncode != 0 and f"but {dr.NEWER}-{dr.BUILD} is to be installed" in r.stdout, r.stdout + r.stderr
-        r = _apt(apt, url, index / dr.KEY_FILE, "install", "-s", f"doca-ofed={dr.RELEASE}-*", f"doca-ofed-userspace={dr.RELEASE}-*", **kw)
-        assert f"Inst mlnx-ofed-kernel-dkms ({dr.KERNEL}" in r.stdout, r.stdout + r.stderr
+        r = _apt(apt, url, key, "install", "-s", f"doca-ofed={dr.RELEASE}-*", f"doca-ofed-userspace={dr.RELEASE}-*", **kw)
+        kernel = dr.RELEASES[dr.RELEASE][2]
+        assert r.returncode == 0 and f"Inst mlnx-ofed-kernel-dkms ({kernel}" in r.stdout, r.stdout + r.stderr

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import http.server
 import os
 import subprocess
@@ -187,7 +188,8 @@ def signed_repo(root: Path, path: str, debs: list[Deb], origin: str, key_file: s
     """The packages built into `root/path` and published there as a signed flat repository; returns that directory."""
     index = root / path
     index.mkdir(parents=True)
-    work, home = scratch(root, path.split("/")[0])  # short: gpg-agent's socket path must fit in 107 characters
+    # short but one per path: gpg-agent's socket path must fit in 107 characters
+    work, home = scratch(root, f"{path.split('/')[0]}-{hashlib.sha1(path.encode()).hexdigest()[:6]}")
     for deb in debs:
         build_deb(deb, index, work)
     publish(index, home, origin, key_file)
