@@ -278,6 +278,14 @@ def _build_cluster(build: dict[str, str]) -> str | None:
         return None
 
 
+ForceLeavingOpt = typer.Option(
+    False, "--force", help="Nodes the spec drops: requeue the jobs still running on them instead of waiting (Slurm runs "
+    "them again on other nodes; jobs that cannot be requeued are cancelled).")
+DrainTimeoutOpt = typer.Option(
+    None, "--drain-timeout", min=1, metavar="SECONDS",
+    help="How long jobs on nodes the spec drops are waited for (default: scheduler.slurm.drain_timeout_seconds).")
+
+
 class Output(str, Enum):
     text = "text"
     json = "json"
@@ -288,12 +296,16 @@ def up(
     spec: Path = SpecArg,
     output: Output = typer.Option(Output.text, "--output", "-o", help="json: no live view, one JSON report on stdout."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Make the previewed cloud changes without asking (pipelines)."),
+    force: bool = ForceLeavingOpt,
+    drain_timeout: Optional[int] = DrainTimeoutOpt,
     break_lock: Optional[str] = BreakLockOpt,
 ) -> None:
     """Bring the cluster to the spec: cloud resources (AWS: preflight, preview, confirm), then lab nodes or hosts
     converged with Ansible, then a smoke job.
 
     Safe to repeat: a second run repairs what an interrupted or failed one left. Exit 0 when the smoke job passed.
+    Nodes the spec no longer has are drained first and removed only once their jobs ended (exit 1 naming the jobs
+    when the drain timeout passes first; --force requeues them).
     """
     import json
 
@@ -306,7 +318,8 @@ def up(
     out = console(stderr=quiet)
     _maybe_break_lock(compiled.spec, break_lock, out)
     report, plan, access = do_up(compiled, out, quiet=quiet, confirm=_confirm_cloud(out, yes, quiet, compiled),
-                                 on_findings=lambda fs: print_findings(fs, str(spec), stderr=True))
+                                 on_findings=lambda fs: print_findings(fs, str(spec), stderr=True), force=force,
+                                 drain_timeout=drain_timeout)
     if quiet:
         sys.stdout.write(json.dumps(report.to_dict(plan, access), indent=2) + "\n")
     else:
@@ -360,6 +373,8 @@ def apply(
     plan_file: Optional[Path] = typer.Option(None, "--plan", help="The reviewed plan (`plan --out`): refused if stale."),
     allow_replace: bool = typer.Option(False, "--allow-replace", help="Allow changes that replace nodes or resources."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Make the previewed cloud changes without asking."),
+    force: bool = ForceLeavingOpt,
+    drain_timeout: Optional[int] = DrainTimeoutOpt,
     break_lock: Optional[str] = BreakLockOpt,
     output: Output = typer.Option(Output.text, "--output", "-o"),
 ) -> None:
@@ -377,7 +392,8 @@ def apply(
     _maybe_break_lock(compiled.spec, break_lock, out)
     report, up_report, plan, access = do_apply(
         compiled, out, plan_file=plan_file, allow_replace=allow_replace, quiet=quiet,
-        confirm=_confirm_cloud(out, yes, quiet, compiled), on_findings=lambda fs: print_findings(fs, str(spec), stderr=True))
+        confirm=_confirm_cloud(out, yes, quiet, compiled), on_findings=lambda fs: print_findings(fs, str(spec), stderr=True),
+        force=force, drain_timeout=drain_timeout)
     if up_report is None:
         if quiet:
             sys.stdout.write(json.dumps({"cluster": compiled.name, "ok": True, "changes": False}) + "\n")
@@ -466,8 +482,10 @@ app.add_typer(burst_app, name="burst")
 
 def main() -> None:
     """Entry point: run the app; print clusterctl errors without tracebacks (unless --debug)."""
+    from clusterctl.core import interrupt
     from clusterctl.core.errors import ClusterctlError
 
+    interrupt.install()  # SIGTERM and SIGHUP end the command as Ctrl-C does: cleanup runs, children are stopped
     try:
         # Without standalone mode click returns the code of typer.Exit instead of exiting.
         rc = app(args=_optional_lock_id(sys.argv[1:]), standalone_mode=False)
@@ -476,8 +494,11 @@ def main() -> None:
         sys.exit(e.exit_code)
     except ClusterctlError as e:
         _fail(str(e), getattr(e, "findings", None), e.exit_code)
+    except interrupt.Interrupted as e:
+        _fail(f"interrupted by {e.name}; what was started was stopped. Run the command again: it continues from "
+              "what is done", None, interrupt.EXIT_CODE)
     except KeyboardInterrupt:
-        _fail("interrupted", None, 130)
+        _fail("interrupted", None, interrupt.EXIT_CODE)
     except Exception as e:  # noqa: BLE001 - the last line of defence: no tracebacks for users
         usage, aborts = _cli_exception_types()
         if isinstance(e, usage):

@@ -12,11 +12,13 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Literal, Union, get_args, get_origin
 
 
-from clusterctl.spec.base import SpecModel, UpdatePolicy, field_policy
+from clusterctl.spec.base import SpecModel, UpdatePolicy, field_policy, sets_membership
 from clusterctl.spec.cluster import ClusterSpec
 
 # How items of a list of models are matched between old and new specs.
 ITEM_KEYS = ("name", "mount_point", "names", "partition")
+# Lists whose items are nodes or groups of them: adding or removing one only touches those nodes.
+MEMBERSHIP_LISTS = ("pools", "hosts")
 
 
 @dataclass(frozen=True)
@@ -27,6 +29,7 @@ class FieldChange:
     new: Any
     policy: UpdatePolicy
     kind: str  # changed | added | removed
+    membership: bool = False  # only adds or removes nodes (count, hosts, a pool): the other nodes are not touched
 
     def to_dict(self) -> dict:
         return {"path": self.path, "old": self.old, "new": self.new, "policy": self.policy.value, "kind": self.kind}
@@ -125,7 +128,7 @@ def _walk(model: type[SpecModel], old: dict, new: dict, steps: tuple, inherited:
             else:  # a different kind (e.g. provider changed): the whole thing is replaced
                 out.append(FieldChange(_label(here), here, o, n, max(policy, UpdatePolicy.REPLACE, key=_rank), "changed"))
         else:
-            out.append(FieldChange(_label(here), here, o, n, policy, "changed"))
+            out.append(FieldChange(_label(here), here, o, n, policy, "changed", sets_membership(model, name)))
 
 
 def _walk_items(models: list[type[SpecModel]], old: list, new: list, steps: tuple, policy: UpdatePolicy, out: list) -> None:
@@ -134,7 +137,7 @@ def _walk_items(models: list[type[SpecModel]], old: list, new: list, steps: tupl
     for k, item in new_by.items():
         here = steps + (k,)
         if k not in old_by:
-            out.append(FieldChange(_label(here), here, None, item, policy, "added"))
+            out.append(FieldChange(_label(here), here, None, item, policy, "added", steps[-1] in MEMBERSHIP_LISTS))
             continue
         mo, mn = _pick(models, old_by[k]), _pick(models, item)
         if mn is not None and mo is mn:
@@ -145,7 +148,8 @@ def _walk_items(models: list[type[SpecModel]], old: list, new: list, steps: tupl
         if k not in new_by:
             here = steps + (k,)
             # Removing nodes, mounts or partitions means draining what uses them first.
-            out.append(FieldChange(_label(here), here, item, None, max(policy, UpdatePolicy.DRAIN, key=_rank), "removed"))
+            out.append(FieldChange(_label(here), here, item, None, max(policy, UpdatePolicy.DRAIN, key=_rank), "removed",
+                                   steps[-1] in MEMBERSHIP_LISTS))
 
 
 def _rank(p: UpdatePolicy) -> int:

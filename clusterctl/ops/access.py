@@ -60,3 +60,11 @@ def access_for(plan: ClusterPlan, state: ClusterState, log: Callable[[str], None
     chosen = lab or next((i for i in given if i.private_key is not None), None) or SshIdentity()
     options = ssh_options(plan, state, private_key=chosen.private_key, known_hosts=chosen.known_hosts, tofu=chosen.tofu)
     return Access(options, chosen.lab, ids)
+
+
+def controller_running(access: Access, plan: ClusterPlan) -> bool:
+    """Whether the controller can be asked at all: a lab controller's container is running (a stopped lab answers no
+    ssh); other controllers are assumed up (an ssh failure then says why)."""
+    if access.lab is not None:
+        return any(s.running for s in access.lab.status() if s.name == plan.controller.name)
+    return True

@@ -104,10 +104,12 @@ def load_saved(path: Path) -> dict:
 
 def apply(compiled: Compiled, console: Console, plan_file: Path | None = None, allow_replace: bool = False,
           quiet: bool = False, confirm: Callable[[Preview], bool] | None = None,
-          on_findings: Callable[[list[Finding]], None] | None = None,
+          on_findings: Callable[[list[Finding]], None] | None = None, force: bool = False,
+          drain_timeout: float | None = None,
           ) -> tuple[PlanReport, UpReport | None, ClusterPlan | None, Access | None]:
     """Returns (report, up_report, plan, access); up_report is None when there was nothing to do.
-    compiled: the spec compiled once by the caller; the gates and the converge all use it."""
+    compiled: the spec compiled once by the caller; the gates and the converge all use it.
+    force, drain_timeout: for nodes the change removes, as `up` takes them (ops.leaving)."""
     from clusterctl.engines.provider import providers_for
     from clusterctl.ops.rolling import Rollout
     from clusterctl.ops.up import check_tools, up
@@ -124,6 +126,7 @@ def apply(compiled: Compiled, console: Console, plan_file: Path | None = None, a
         return report
 
     gates()  # read-only: a stale or refused plan is named as such, even where the pulumi CLI is missing
+    state.check_ready()
     check_tools(providers_for(compiled.spec))  # before the lock and the state dir: without them nothing may change
     # The whole apply holds the lock: the plan is judged again against an applied state nobody else can move meanwhile.
     with state.lock("apply"):
@@ -133,6 +136,7 @@ def apply(compiled: Compiled, console: Console, plan_file: Path | None = None, a
         log = (lambda m: None) if quiet else (lambda m: console.print(f"  {m}", markup=False))
         needs_rolling = report.policy in ("drain", "replace") or any(n.kind == "removed" for n in report.nodes)
         up_report, plan, access = up(compiled, console, quiet=quiet, confirm=reviewed_cloud(saved, confirm),
-                                     on_findings=on_findings, locked=True, state=state,
+                                     on_findings=on_findings, locked=True, state=state, force=force,
+                                     drain_timeout=drain_timeout,
                                      rollout=Rollout(report, console, quiet, log=log) if needs_rolling else None)
     return report, up_report, plan, access

@@ -11,7 +11,7 @@ from clusterctl.engines.ansible.progress import Progress, print_recap
 from clusterctl.engines.provider import Context, providers_for
 from clusterctl.render.compiled import Compiled
 from clusterctl.engines.ansible.runner import PlaybookRun, run_playbook
-from clusterctl.ops.access import access_for
+from clusterctl.ops.access import access_for, controller_running
 from clusterctl.ops.phases import Phases
 from clusterctl.compile.model import ClusterPlan
 from clusterctl.core.errors import ClusterctlError
@@ -52,7 +52,7 @@ def down(compiled: Compiled, console: Console, force: bool = False, quiet: bool 
         plan = compiled.plan
         say = (lambda m: None) if quiet else (lambda m: console.print(f"  {m}", markup=False))
         access = access_for(plan, state, say, providers)
-        jobs = running_jobs(access, plan) if _controller_up(access, plan) else []
+        jobs = running_jobs(access, plan) if controller_running(access, plan) else []
         if jobs and not force:
             raise JobsRunning(f"{len(jobs)} job(s) running on cluster {plan.name} (first: {jobs[0]}); "
                               "wait for them or pass --force")
@@ -86,8 +86,3 @@ def down(compiled: Compiled, console: Console, force: bool = False, quiet: bool 
         result["phases"] = phases.to_dict()
         return result
 
-
-def _controller_up(access: Access, plan: ClusterPlan) -> bool:
-    if access.lab is not None:
-        return any(s.running for s in access.lab.status() if s.name == plan.controller.name)
-    return True

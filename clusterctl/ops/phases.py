@@ -4,7 +4,7 @@ where the time goes without a profiler: printed after the command and carried in
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 
@@ -19,6 +19,14 @@ class Phases:
         try:
             yield
         finally:
+            self.seconds[name] = round(self.seconds.get(name, 0.0) + time.monotonic() - start, 1)
+
+    @contextmanager
+    def phase_if(self, name: str, happened: Callable[[], bool]) -> Iterator[None]:
+        """Like phase(), for a step that mostly has nothing to do: recorded only when happened() says it did work."""
+        start = time.monotonic()
+        yield
+        if happened():
             self.seconds[name] = round(self.seconds.get(name, 0.0) + time.monotonic() - start, 1)
 
     def to_dict(self) -> dict[str, float]:

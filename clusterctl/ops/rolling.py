@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Callable
 
 from clusterctl.core import hostlist
 from clusterctl.engines.ansible.result import Failure, RunResult, merge
-from clusterctl.ops.smoke import node_states
+from clusterctl.ops.draining import drain, resume, wait_drained
 from clusterctl.compile.model import ClusterPlan
 from clusterctl.diff.report import PlanReport
 from clusterctl.render import layout
@@ -24,14 +24,16 @@ if TYPE_CHECKING:
     from clusterctl.engines.ssh.remote import Remote
     from clusterctl.ops.access import Access
 
-DRAINED = {"drained", "down", "drain"}  # sinfo %T once no job runs on a drained node
 DISRUPTIVE = ("drain", "replace")  # policies whose nodes are taken out of service while they change
 HEALTH_WORKERS = 16  # health checks of one batch run side by side, as `clusterctl check`'s node probes do
 
 
 def affected_nodes(report: PlanReport, plan: ClusterPlan) -> list[str]:
     """Static compute nodes a drain- or replace-policy line touches: named in slurm.conf, or every node of a pool whose files
-    changed, or every node when a cluster-wide file changed with that policy."""
+    changed, or every node when a cluster-wide file changed with that policy. A hunk caused only by nodes coming or
+    going (a count, a host list, a pool: FieldChange.membership) touches only the nodes its NodeName lines name: a
+    partition or hosts line that loses gpu003 is no reason to drain gpu001."""
+    membership = {c.path for c in report.spec_changes if c.membership}
     static = [n.name for n in plan.nodes if not n.cloud]
     pools = {p.name: [n.name for n in plan.nodes_of(p.name) if not n.cloud] for p in plan.pools}
     pool_files = {}
@@ -43,6 +45,8 @@ def affected_nodes(report: PlanReport, plan: ClusterPlan) -> list[str]:
     for f in report.files:
         for h in f.hunks:
             lines = [(i, ln) for i, ln in enumerate(h.lines) if h.line_policies.get(i) in DISRUPTIVE]
+            if h.causes and set(h.causes) <= membership:
+                lines = [(i, ln) for i, ln in lines if f.path == layout.SLURM_CONF and ln[1:].startswith("NodeName=")]
             if not lines:
                 continue
             if f.path == layout.SLURM_CONF:
@@ -96,9 +100,7 @@ class Rollout:
             results.append(RunResult(status="failed", failures=[Failure(hostlist.compress(entry["nodes"]), "drain", entry["error"])]))
             return merge(results), timeline
 
-        # Nodes leaving the cluster are drained before slurmctld forgets them (their jobs finish first).
-        if removed and self._drain(ctl, removed, plan, timeline, "leaving the cluster").get("error"):
-            return stop(timeline[-1])
+        # Nodes leaving the cluster were drained by up before any provider touched them (ops.leaving).
         if not run(plan.controller.name, "controller").ok:
             return merge(results), timeline
         done = set(removed)
@@ -114,7 +116,7 @@ class Rollout:
                 results.append(RunResult(status="failed", failures=[
                     Failure(n, "health check", f"{why}; left drained, the rollout stopped") for n, why in unhealthy.items()]))
                 return merge(results), timeline
-            ctl.run(f"scontrol update nodename={hostlist.compress(batch)} state=resume", timeout=60)
+            resume(ctl, batch)
             entry["resumed_at"] = time.time()
             done.update(batch)
         rest = [n.name for n in plan.nodes if not n.cloud and n.name not in done]
@@ -143,14 +145,13 @@ class Rollout:
         entry = {"nodes": nodes, "why": why, "drained_at": time.time()}
         timeline.append(entry)
         self.log(f"draining {hl} ({why})")
-        ctl.run(f"scontrol update nodename={hl} state=drain reason='clusterctl: {why}'", timeout=60)
-        deadline = time.monotonic() + plan.slurm.drain_timeout
-        while time.monotonic() < deadline:
-            states = node_states(ctl, nodes)
-            if states and all(s in DRAINED for s in states.values()):
-                entry["drained_at"] = time.time()
-                return entry
-            time.sleep(2)
-        ctl.run(f"scontrol update nodename={hl} state=resume", timeout=60, check=False)
-        entry["error"] = f"{hl} still running jobs after {plan.slurm.drain_timeout}s; resumed, nothing changed on it"
+        drain(ctl, nodes, why)
+        left = wait_drained(ctl, nodes, plan.slurm.drain_timeout, lambda jobs, waited: self.log(
+            f"still draining {hl} after {waited:.0f}s: " + "; ".join(j.describe() for j in jobs)) if jobs else None)
+        if not left:
+            entry["drained_at"] = time.time()
+            return entry
+        resume(ctl, nodes)
+        entry["error"] = (f"{hl} still running jobs after {plan.slurm.drain_timeout}s ("
+                          + "; ".join(j.describe() for j in left) + "); resumed, nothing changed on it")
         return entry

@@ -19,6 +19,7 @@ from clusterctl.engines.ansible.result import RunResult
 from clusterctl.engines.ansible.runner import PlaybookRun, run_playbook
 from clusterctl.ops.access import Access, access_for
 from clusterctl.ops.image import build_pools, stale_for_new_nodes
+from clusterctl.ops.leaving import before_changes
 from clusterctl.state.secrets import ensure_munge_key, playbook_vars
 from clusterctl.ops.phases import Phases
 from clusterctl.ops.smoke import SmokeResult, run_smoke
@@ -49,6 +50,7 @@ class UpReport:
     batches: list[dict] = field(default_factory=list)  # rolling changes: each drained batch and when
     phases: Phases = field(default_factory=Phases)
     images: list[dict] = field(default_factory=list)  # node images rebuilt first (ops.image.stale_for_new_nodes)
+    leaving: dict | None = None  # nodes the spec dropped, drained before they were removed (ops.leaving.vacate)
 
     @property
     def ok(self) -> bool:
@@ -64,6 +66,7 @@ class UpReport:
             "batches": self.batches,
             "phases": self.phases.to_dict(),
             "images": self.images,
+            "leaving": self.leaving,
             "plays": self.converge.plays if self.converge else [],
             "summary": summary_dict(plan, access),
         }
@@ -113,21 +116,28 @@ def up(compiled: Compiled, console: Console, quiet: bool = False, fast: bool = T
        confirm: Callable[[Any], bool] | None = None,  # gets the provider's preview (aws: automation.Preview)
        on_findings: Callable[[list[Finding]], None] | None = None,
        locked: bool = False, rollout: Callable[[ClusterPlan, Path, Access, Path], tuple[RunResult, list[dict]]] | None = None,
-       state: ClusterState | None = None) -> tuple[UpReport, ClusterPlan, Access]:
+       state: ClusterState | None = None, force: bool = False,
+       drain_timeout: float | None = None) -> tuple[UpReport, ClusterPlan, Access]:
     """Bring the cluster to the spec. Raises (before converging) when the cloud part cannot go ahead.
 
     compiled: the spec compiled once by the caller; cloud outputs come back as facts, never as a second compile.
     confirm(preview) -> bool decides whether the previewed cloud changes are made (the CLI asks, or --yes).
     locked: the caller (apply) already holds the cluster's lock (through `state`, which it passes).
     rollout(plan, build, access, key) -> RunResult: converges in drained batches instead of all hosts at once.
+    force, drain_timeout: for nodes the spec drops (ops.leaving): how long their jobs are waited for (default the
+    spec's drain_timeout_seconds), and whether they are requeued instead of waited for.
     """
     providers = providers_for(compiled.spec)
-    check_tools(providers)
     state = state or ClusterState.for_spec(compiled.spec)
+    state.check_ready()  # every refusal before the first change: backend settings, then tools (and root)
+    check_tools(providers)
     log = (lambda msg: None) if quiet else (lambda msg: console.print(f"  {msg}", highlight=False, markup=False))
     report = UpReport(compiled.name)
     timed = report.phases.phase
     with nullcontext() if locked else state.lock("up"):
+        # Before any provider stops, terminates or forgets a node; timed only when nodes were leaving.
+        with report.phases.phase_if("drain", lambda: report.leaving is not None):
+            report.leaving = before_changes(compiled.plan, state, providers, force, drain_timeout, log)
         for p in providers:
             ctx = Context(compiled.plan, state, console, quiet, log, confirm, on_findings)
             with timed("capacity"):
@@ -177,6 +187,10 @@ def print_summary(console: Console, report: UpReport, plan: ClusterPlan, access:
     from rich.table import Table
 
     console.print(report.phases.line() + _plays_line(report.converge), markup=False, highlight=False)
+    if report.leaving:
+        gone = ", ".join(report.leaving["nodes"])
+        console.print(f"removed after drain: {gone}" + "".join(f"; requeued (--force): {j}" for j in report.leaving["requeued"]),
+                      markup=False, highlight=False)
     for s in report.smoke:
         mark = "[yellow]skipped[/]" if s.skipped else "[green]ok[/]" if s.ok else "[red]FAILED[/]"
         console.print(f"smoke job ({escape(s.pool)}): {mark}  {escape(s.command)}  -> {escape(s.detail)}", highlight=False)

@@ -56,3 +56,11 @@ def field_policy(model: type[BaseModel], name: str, *, shrinking: bool = False) 
     if shrinking and "x-shrink-policy" in extra:
         return UpdatePolicy(extra["x-shrink-policy"])
     return UpdatePolicy(extra["x-update-policy"])
+
+
+def sets_membership(model: type[BaseModel], name: str) -> bool:
+    """Whether a field says which nodes exist (it declares a shrink policy: a count, a host list, an elastic bound).
+    A change of one disrupts only the nodes it adds or removes, never the rest of the pool."""
+    info = model.model_fields.get(name)
+    extra = info.json_schema_extra if info is not None else None
+    return isinstance(extra, dict) and "x-shrink-policy" in extra

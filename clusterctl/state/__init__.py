@@ -99,6 +99,10 @@ class ClusterState:
     def lock_path(self) -> Path:
         return self.dir / "lock"
 
+    def check_ready(self) -> None:
+        """Before a command changes anything: refuse a backend set up so that the command would fail halfway."""
+        self.backend.check_ready()
+
     def lock(self, what: str) -> ContextManager[dict]:
         """One apply at a time per cluster (local: clusterctl.state.lock; s3: clusterctl.state.s3lock)."""
         from contextlib import contextmanager
@@ -198,15 +202,44 @@ def open_backend(url: str, cluster: str, local_dir: Path, kms_key: str | None) -
     return S3Backend(m.group(1), m.group(2).strip("/"), cluster, kms_key)
 
 
+SECRETS_PREFIX = "clusterctl-secrets-"
+
+
 def _private_dir() -> Path:
+    """clusterctl-secrets-<pid>-<starttime>-XXXX: removed when this process exits (atexit; SIGTERM and SIGHUP end
+    the command as an exception, core.interrupt, so it runs then too). A SIGKILLed command cannot remove its own:
+    each new one first removes those of this user whose process is gone."""
     import atexit
     import shutil
     import tempfile
 
+    from clusterctl.core import procs
+
     shm = Path("/dev/shm")
-    d = Path(tempfile.mkdtemp(prefix="clusterctl-secrets-", dir=shm if os.access(shm, os.W_OK) else None))
+    where = Path(shm if os.access(shm, os.W_OK) else tempfile.gettempdir())
+    sweep_private_dirs(where)
+    d = Path(tempfile.mkdtemp(prefix=f"{SECRETS_PREFIX}{procs.me()}-", dir=where))
     atexit.register(shutil.rmtree, d, True)
     return d
+
+
+def sweep_private_dirs(where: Path) -> list[Path]:
+    """Remove the secrets directories of dead commands of this user in `where`; returns those removed."""
+    import shutil
+
+    from clusterctl.core import procs
+
+    gone = []
+    for d in where.glob(SECRETS_PREFIX + "*"):
+        tag = "-".join(d.name[len(SECRETS_PREFIX):].split("-")[:2])
+        try:
+            mine = d.is_dir() and not d.is_symlink() and d.stat().st_uid == os.getuid()
+        except OSError:
+            continue
+        if mine and not procs.tag_alive(tag):
+            shutil.rmtree(d, ignore_errors=True)
+            gone.append(d)
+    return gone
 
 
 def _write_private(path: Path, data: bytes, mode: int) -> None:

@@ -59,6 +59,9 @@ class LocalBackend:
     def lock_path(self) -> Path:
         return self.dir / "lock"
 
+    def check_ready(self) -> None:
+        """A directory can always keep what a command writes."""
+
     def lock(self, command: str) -> ContextManager[dict]:
         from clusterctl.state.lock import held
 

@@ -23,6 +23,9 @@ from clusterctl.state.backend import Applied, StateConflict, StateError
 
 _CONDITION_FAILED = {"PreconditionFailed", "412", "ConditionalRequestConflict", "409"}
 
+NO_KMS_KEY = ("cluster {cluster}: an s3 state backend keeps secrets only encrypted; name the KMS key in the spec's "
+              "state.kms_key (alias/... or a key ARN) or $CLUSTERCTL_STATE_KMS_KEY. Nothing was changed")
+
 
 class Objects:
     """The few S3 calls the backend makes; conditional writes answer None/False instead of raising."""
@@ -133,6 +136,12 @@ class S3Backend:
 
     # -- the lock ------------------------------------------------------------------------------------------------
 
+    def check_ready(self) -> None:
+        """Before a command changes anything: the bucket keeps secrets only sealed with the KMS key, so without one
+        the command would fail at its first secret, with machines already booted (reads no object)."""
+        if not self.kms_key:
+            raise StateError(NO_KMS_KEY.format(cluster=self.cluster))
+
     def lock(self, command: str) -> ContextManager[dict]:
         return self._lock.held(command)
 
@@ -181,8 +190,7 @@ class S3Backend:
         got = self.objects.get(key)
         if got is None and make is not None:
             if not self.kms_key:
-                raise StateError(f"cluster {self.cluster}: an s3 state backend keeps secrets only encrypted; name the "
-                                 "KMS key in the spec's state.kms_key (alias/... or a key ARN)")
+                raise StateError(NO_KMS_KEY.format(cluster=self.cluster))
             plain = make()
             sealed = envelope.seal(self._kms_client(), self.kms_key, self.cluster, name, plain)
             if self.objects.put(key, sealed, if_none_match=True) is not None:

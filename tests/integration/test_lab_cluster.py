@@ -337,6 +337,66 @@ def test_plan_adding_a_node_exits_2_and_lists_it_live(env, tmp_path):
     assert {"name": "gpu003", "kind": "added", "policy": "live", "detail": "pool gpu"} in report["nodes"]
 
 
+def _job_state(access, plan, job):
+    """The job's state as accounting has it (squeue forgets finished jobs)."""
+    out = on(access, plan, plan.controller.name, f"sacct -n -X -P -j {job} -o State", check=False).stdout.split()
+    return out[0] if out else ""
+
+
+def _lab_nodes_running(env) -> set[str]:
+    nodes = Path(env["CLUSTERCTL_STATE_DIR"]) / "lab" / "lab" / "nodes"
+    return {p.name for p in nodes.iterdir()} if nodes.is_dir() else set()
+
+
+def _grow_and_run_on_gpu003(env, tmp_path, access, plan, seconds) -> str:
+    grown = _variant(tmp_path, "grown.yaml", lambda d: d["pools"][0].update(count=3))
+    assert json.loads(clusterctl("up", grown, "--output", "json", env=env).stdout)["ok"]
+    job = _as_alice(access, plan, f"sbatch --parsable -p critical -w gpu003 --gres=gpu:8 --wrap 'sleep {seconds}'").stdout.strip()
+    _wait_for_states(access, plan, [job], "RUNNING")
+    return job
+
+
+def test_shrink_through_apply_drains_waits_for_the_job_and_only_then_removes_the_node(env, lab, tmp_path):
+    """apply --plan of a smaller count with a user's job on the node that goes: a short drain timeout stops it (exit 1,
+    job and node named, the node still there and the job running, no other node drained); the rerun waits, the job
+    COMPLETES, and only then is gpu003 removed."""
+    plan, access = lab
+    job = _grow_and_run_on_gpu003(env, tmp_path, access, plan, 40)
+    r = clusterctl("plan", SPEC, "--out", tmp_path / "shrink.json", "--output", "json", env=env, check=False)
+    assert r.returncode == 2 and {"name": "gpu003", "kind": "removed", "policy": "drain", "detail": "pool gpu"} in json.loads(r.stdout)["nodes"]
+    r = clusterctl("apply", SPEC, "--plan", tmp_path / "shrink.json", "--drain-timeout", "3", env=env, check=False)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert f"job {job}" in r.stderr and "gpu003 still run" in r.stderr and "Nothing else was changed" in r.stderr, r.stderr
+    assert "gpu003" in _lab_nodes_running(env) and _job_state(access, plan, job) == "RUNNING"
+    reasons = set(on(access, plan, plan.controller.name, "sinfo -h -N -t drain -o '%N|%E'").stdout.splitlines())
+    assert reasons == {"gpu003|clusterctl: leaving the cluster"}, reasons  # gpu001/gpu002 keep taking jobs
+    t0 = time.monotonic()
+    report = json.loads(clusterctl("apply", SPEC, "--plan", tmp_path / "shrink.json", "--output", "json", env=env).stdout)
+    assert report["ok"], report
+    assert report["leaving"]["nodes"] == ["gpu003"] and report["leaving"]["requeued"] == []
+    assert [w.split(" (")[0] for w in report["leaving"]["waited_for"]] == [f"job {job}"]
+    assert _job_state(access, plan, job) == "COMPLETED"
+    assert "gpu003" not in _lab_nodes_running(env) and report["batches"] == [], report["batches"]
+    print(f"shrink through apply: waited and converged in {time.monotonic() - t0:.1f} s")
+
+
+def test_shrink_with_force_requeues_the_job_and_says_so(env, lab, tmp_path):
+    plan, access = lab
+    job = _grow_and_run_on_gpu003(env, tmp_path, access, plan, 600)
+    try:
+        r = clusterctl("up", SPEC, "--force", env=env)
+        assert f"requeued (--force): job {job}" in r.stdout, r.stdout
+        assert "gpu003" not in _lab_nodes_running(env)
+        # Requeued, not lost: Slurm runs it again (it fits on gpu001 or gpu002).
+        states = wait_for(lambda: (lambda s: s if s.split() and s.split()[0] in ("PENDING", "RUNNING") else None)(
+            on(access, plan, plan.controller.name, f"squeue -h -j {job} -o '%T %N'", check=False).stdout),
+            timeout=120, what=f"job {job} back in the queue")
+        assert "gpu003" not in states, states
+        assert int(on(access, plan, plan.controller.name, f"scontrol -o show job {job}").stdout.split("Restarts=")[1].split()[0]) >= 1
+    finally:
+        on(access, plan, plan.controller.name, f"scancel {job}", check=False)
+
+
 def test_gpu_type_change_is_replace_and_refused_without_allow_replace(env, tmp_path):
     h200 = _variant(tmp_path, "h200.yaml", lambda d: d["pools"][0].update(gpu="h200"))
     plan = json.loads(clusterctl("plan", h200, "--output", "json", env=env, check=False).stdout)

@@ -29,6 +29,9 @@ class RunResult:
     check: bool = False
     plays: list[dict] = field(default_factory=list)  # {"play", "seconds"} in run order: where a converge spends its time
     play_started: float | None = field(default=None, repr=False)
+    tasks_started: int = 0  # tasks begun, for what an interrupted run says it did
+    task: str | None = None  # the task running now (the last one begun)
+    task_hosts: set[str] = field(default_factory=set, repr=False)  # hosts that began it and have not answered yet
 
     @property
     def ok(self) -> bool:
@@ -71,6 +74,14 @@ def apply_event(result: RunResult, event: dict) -> None:
     """Fold one ansible-runner event into the result."""
     kind = event.get("event", "")
     data = event.get("event_data", {}) or {}
+    if kind in ("playbook_on_task_start", "playbook_on_handler_task_start"):
+        result.tasks_started += 1
+        result.task = data.get("task") or data.get("name") or "?"
+        result.task_hosts = set()
+    elif kind == "runner_on_start":
+        result.task_hosts.add(data.get("host", "?"))
+    elif kind.startswith("runner_on_"):
+        result.task_hosts.discard(data.get("host", "?"))
     if kind == "runner_on_ok" and (data.get("res") or {}).get("changed"):
         result.changes.append((data.get("host", "?"), data.get("task", "?")))
     elif kind == "runner_on_failed" and not data.get("ignore_errors"):

@@ -12,8 +12,8 @@ from pathlib import Path
 from subprocess import CompletedProcess
 from typing import Iterator
 
-from clusterctl.engines.local import (aptcache, cgroups, disks, gpus, host, machine, mounts, names, network, nodefiles,
-                              rootfs, sshkeys)
+from clusterctl.engines.local import (aptcache, cgroups, claims, disks, gpus, host, machine, mounts, names, network,
+                                     nodefiles, rootfs, sshkeys)
 from clusterctl.engines.local.errors import LabError
 from clusterctl.engines.local.machine import NodePaths
 from clusterctl.engines.local.proc import run
@@ -69,11 +69,18 @@ class Lab:
     def ssh_command(self, node: str) -> list[str]:
         return sshkeys.ssh_argv(self.ssh_key, self.known_hosts, self.spec.node(node).address)
 
+    def check_claim(self) -> None:
+        """Refuses, changing nothing, when a lab of this name runs from another state directory (claims)."""
+        claims.check(self.spec.cluster, self.spec.state_dir)
+
     def up(self) -> None:
+        host.require_root()
+        self.check_claim()  # before anything on the host changes
         self.ensure_host_prereqs()
         host.ensure_run_systemd()
         spec = self.spec
         with self._locked():
+            claims.claim(spec.cluster, spec.state_dir)
             base = rootfs.ensure_base(spec.cache_dir, spec.suite, spec.mirror, self.log)
             aptcache.ensure(spec.cache_dir)
             key = sshkeys.ensure_client_key(self.ssh_key.parent, spec.cluster)
@@ -122,12 +129,15 @@ class Lab:
         happens, and the cluster's own nodes are left as they are (running or not)."""
         if any(n.name == builder.name or n.address == builder.address for n in self.spec.nodes):
             raise LabError(f"image builder {builder.name} ({builder.address}) clashes with a node of the lab")
+        host.require_root()
+        self.check_claim()
         self.ensure_host_prereqs()
         host.ensure_run_systemd()
         spec = self.spec
         lab = Lab(replace(spec, nodes=(*spec.nodes, builder)), self.log)  # resolves the builder's name and address
         paths = lab._paths(builder.name)
         with self._locked():
+            claims.claim(spec.cluster, spec.state_dir)
             base = rootfs.ensure_base(spec.cache_dir, spec.suite, spec.mirror, self.log)
             aptcache.ensure(spec.cache_dir)
             key = sshkeys.ensure_client_key(self.ssh_key.parent, spec.cluster)
@@ -176,6 +186,7 @@ class Lab:
 
     def down(self) -> None:
         host.require_root()
+        self.check_claim()  # the namespaces of this name are another state directory's lab: not ours to remove
         with self._locked():
             self._destroy(self._known_node_names())
             network.remove_bridge(self.spec.cluster)
@@ -188,6 +199,8 @@ class Lab:
             if nodes_dir.is_dir():
                 mounts.remove_tree(nodes_dir)
         left = self.leftovers()
+        if not left:
+            claims.release(self.spec.cluster, self.spec.state_dir)
         if left:
             raise LabError(f"down() left parts of lab {self.spec.cluster!r} behind: " + "; ".join(left))
 

@@ -54,7 +54,11 @@ class LocalProvider:
     name = "local"
 
     def check_tools(self) -> None:
-        """debootstrap and systemd-container are installed by the lab itself on first boot."""
+        """Lab nodes need root (namespaces, mounts, nspawn): refused before anything is written. debootstrap and
+        systemd-container are installed by the lab itself on first boot."""
+        from clusterctl.engines.local import host
+
+        host.require_root()
 
     def prepare(self, ctx: Context) -> None:
         return None
