@@ -125,8 +125,8 @@ def apply(compiled: Compiled, console: Console, plan_file: Path | None = None, a
         check_policy(report, allow_replace)
         return report
 
+    state.check_ready()  # a backend that cannot keep secrets is refused before anything, the state read included
     gates()  # read-only: a stale or refused plan is named as such, even where the pulumi CLI is missing
-    state.check_ready()
     check_tools(providers_for(compiled.spec))  # before the lock and the state dir: without them nothing may change
     # The whole apply holds the lock: the plan is judged again against an applied state nobody else can move meanwhile.
     with state.lock("apply"):

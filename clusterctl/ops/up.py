@@ -167,6 +167,7 @@ def up(compiled: Compiled, console: Console, quiet: bool = False, fast: bool = T
         if not report.converge.ok:
             report.error = f"converge failed on {len({f.host for f in report.converge.failures})} host(s); run `clusterctl up` again after fixing"
             return report, plan, access
+        log(f"smoke job: a multi-node job on each pool's idle nodes, through {plan.controller.name}")
         with timed("smoke job"):
             report.smoke = run_smoke(plan, access.remote(plan.controller))
         if all(s.ok for s in report.smoke):
