@@ -187,7 +187,7 @@ def test_second_up_changes_nothing(env):
     assert {h: v["changed"] for h, v in recap.items()} == {"lab-ctl": 0, "gpu001": 0, "gpu002": 0}
 
 
-def test_fault_matrix_up_signals_during_converge_and_smoke_keep_the_users_job(env, lab):
+def test_fault_matrix_up_signals_during_converge_keep_the_users_job(env, lab):
     """Rows of the fault matrix for `up`: SIGTERM and SIGHUP during the converge, each while a user's job runs on
     gpu001; nothing of the command is left, the job runs on, each rerun converges."""
     plan, access = lab
