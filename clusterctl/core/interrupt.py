@@ -21,10 +21,9 @@ EXIT_CODE = 130  # what a shell reports for a command ended by Ctrl-C; used for 
 class Interrupted(KeyboardInterrupt):
     """The command was told to stop. A KeyboardInterrupt, so code that already handles Ctrl-C handles all three."""
 
-    def __init__(self, signum: int, detail: str = "") -> None:
+    def __init__(self, signum: int) -> None:
         self.signum = signum
-        self.detail = detail
-        super().__init__(f"{signal.Signals(signum).name}{': ' + detail if detail else ''}")
+        super().__init__(signal.Signals(signum).name)
 
     @property
     def name(self) -> str:

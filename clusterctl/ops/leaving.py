@@ -87,7 +87,7 @@ def vacate(ctl: Remote, nodes: list[str], timeout: float, force: bool, log: Call
     holding = jobs_on(ctl, known)
     if holding:
         entry["waited_for"] = [j.describe() for j in holding]
-        log(f"draining {hl} ({WHY}); waiting for " + "; ".join(j.describe() for j in holding))
+        log(f"draining {hl} ({WHY}); waiting for " + "; ".join(entry["waited_for"]))
     else:
         log(f"draining {hl} ({WHY}): no job on them")
     if force:

@@ -19,7 +19,7 @@ class Phases:
         try:
             yield
         finally:
-            self.seconds[name] = round(self.seconds.get(name, 0.0) + time.monotonic() - start, 1)
+            self._add(name, start)
 
     @contextmanager
     def phase_if(self, name: str, happened: Callable[[], bool]) -> Iterator[None]:
@@ -27,7 +27,10 @@ class Phases:
         start = time.monotonic()
         yield
         if happened():
-            self.seconds[name] = round(self.seconds.get(name, 0.0) + time.monotonic() - start, 1)
+            self._add(name, start)
+
+    def _add(self, name: str, start: float) -> None:
+        self.seconds[name] = round(self.seconds.get(name, 0.0) + time.monotonic() - start, 1)
 
     def to_dict(self) -> dict[str, float]:
         return dict(self.seconds)

@@ -74,7 +74,6 @@ class Lab:
         claims.check(self.spec.cluster, self.spec.state_dir)
 
     def up(self) -> None:
-        host.require_root()
         self.check_claim()  # before anything on the host changes
         self.ensure_host_prereqs()
         host.ensure_run_systemd()
@@ -129,7 +128,6 @@ class Lab:
         happens, and the cluster's own nodes are left as they are (running or not)."""
         if any(n.name == builder.name or n.address == builder.address for n in self.spec.nodes):
             raise LabError(f"image builder {builder.name} ({builder.address}) clashes with a node of the lab")
-        host.require_root()
         self.check_claim()
         self.ensure_host_prereqs()
         host.ensure_run_systemd()
